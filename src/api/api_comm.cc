@@ -1,0 +1,171 @@
+// C entry points that make, query and end communicators.
+#include <cstring>
+#include <vector>
+
+#include "api/guard.h"
+#include "api/handles.h"
+#include "api/validate.h"
+#include "core/comm_init.h"
+#include "core/log.h"
+
+namespace braid::api {
+namespace {
+
+// Init-time result: kInProgress for a non-blocking init that is still running.
+Status started(const std::shared_ptr<core::Comm>& comm, braidComm_t* out) {
+  *out = registerComm(comm);
+  if (comm->state() == core::Comm::State::kInitializing) return Status(Code::kInProgress, "");
+  return Status::ok();
+}
+
+Status initRank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank, const braidConfig_t* config) {
+  BRAID_RETURN_IF_ERROR(checkNotNull(out, "comm"));
+  *out = nullptr;
+  if (nranks < 1) return invalidArgument("'nranks' = " + std::to_string(nranks) + " must be >= 1");
+  BRAID_RETURN_IF_ERROR(checkRank(rank, nranks, "rank"));
+  log::ScopedRank scoped(rank);
+  core::InitArgs args;
+  static_assert(sizeof(args.id.bytes) == sizeof(id.internal), "unique id sizes agree");
+  std::memcpy(args.id.bytes, id.internal, sizeof(id.internal));
+  args.rank = rank;
+  args.nranks = nranks;
+  core::CommConfig defaults;
+  BRAID_RETURN_IF_ERROR(core::defaultConfig(&defaults));
+  BRAID_RETURN_IF_ERROR(core::applyUserConfig(config, defaults, &args.config));
+  std::shared_ptr<core::Comm> comm;
+  BRAID_RETURN_IF_ERROR(core::Comm::start(args, &comm));
+  return started(comm, out);
+}
+
+// Query entry points share this shape: a live comm (any state) and a non-null output.
+template <class Get>
+braidResult_t query(const char* function, braidComm_t handle, int* out, const char* outName, Get get) {
+  return guard(function, [&]() -> Status {
+    std::shared_ptr<core::Comm> comm;
+    BRAID_RETURN_IF_ERROR(lookupComm(handle, "comm", &comm));
+    BRAID_RETURN_IF_ERROR(checkNotNull(out, outName));
+    *out = get(*comm);
+    return Status::ok();
+  });
+}
+
+}  // namespace
+}  // namespace braid::api
+
+namespace api = braid::api;
+namespace core = braid::core;
+using braid::Status;
+
+extern "C" {
+
+braidResult_t braidGetUniqueId(braidUniqueId* uniqueId) {
+  return api::guard("braidGetUniqueId", [&]() -> Status {
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(uniqueId, "uniqueId"));
+    braid::bootstrap::UniqueIdBytes id;
+    BRAID_RETURN_IF_ERROR(braid::bootstrap::createUniqueId(&id));
+    std::memcpy(uniqueId->internal, id.bytes, sizeof(id.bytes));
+    return Status::ok();
+  });
+}
+
+braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId uniqueId, int rank) {
+  return api::guard("braidCommInitRank", [&] { return api::initRank(comm, nranks, uniqueId, rank, nullptr); });
+}
+
+braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId uniqueId, int rank,
+                                      braidConfig_t* config) {
+  return api::guard("braidCommInitRankConfig", [&] { return api::initRank(comm, nranks, uniqueId, rank, config); });
+}
+
+braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist) {
+  return api::guard("braidCommInitAll", [&]() -> Status {
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(comms, "comms"));
+    std::vector<std::shared_ptr<core::Comm>> made;
+    BRAID_RETURN_IF_ERROR(core::initAll(ndev, devlist, &made));
+    for (int i = 0; i < ndev; ++i) comms[i] = api::registerComm(made[i]);
+    return Status::ok();
+  });
+}
+
+braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config) {
+  return api::guard("braidCommInitFromEnv", [&]() -> Status {
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(comm, "comm"));
+    *comm = nullptr;
+    core::CommConfig defaults, resolved;
+    BRAID_RETURN_IF_ERROR(core::defaultConfig(&defaults));
+    BRAID_RETURN_IF_ERROR(core::applyUserConfig(config, defaults, &resolved));
+    std::shared_ptr<core::Comm> made;
+    BRAID_RETURN_IF_ERROR(core::initFromEnv(resolved, &made));
+    return api::started(made, comm);
+  });
+}
+
+braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm, braidConfig_t* config) {
+  return api::guard("braidCommSplit", [&]() -> Status {
+    std::shared_ptr<core::Comm> parent;
+    BRAID_RETURN_IF_ERROR(api::usableComm(comm, &parent));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(newcomm, "newcomm"));
+    *newcomm = nullptr;
+    if (color < 0 && color != BRAID_SPLIT_NOCOLOR) {
+      return braid::invalidArgument("'color' = " + std::to_string(color) + " must be >= 0 or BRAID_SPLIT_NOCOLOR");
+    }
+    braid::log::ScopedRank scoped(parent->rank());
+    core::CommConfig resolved;
+    BRAID_RETURN_IF_ERROR(core::applyUserConfig(config, parent->config(), &resolved));
+    std::shared_ptr<core::Comm> child;
+    BRAID_RETURN_IF_ERROR(parent->split(color, key, resolved, &child));
+    if (child == nullptr) return Status::ok();
+    return api::started(child, newcomm);
+  });
+}
+
+braidResult_t braidCommFinalize(braidComm_t comm) {
+  return api::guard("braidCommFinalize", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    return c->finalize();
+  });
+}
+
+braidResult_t braidCommDestroy(braidComm_t comm) {
+  return api::guard("braidCommDestroy", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    api::unregisterComm(comm);
+    return Status::ok();  // freed when the last call holding it returns
+  });
+}
+
+braidResult_t braidCommAbort(braidComm_t comm) {
+  return api::guard("braidCommAbort", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    c->abort();
+    api::unregisterComm(comm);
+    return Status::ok();
+  });
+}
+
+braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError) {
+  return api::guard("braidCommGetAsyncError", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(asyncError, "asyncError"));
+    *asyncError = static_cast<braidResult_t>(c->asyncError().code());
+    return Status::ok();
+  });
+}
+
+braidResult_t braidCommCount(const braidComm_t comm, int* count) {
+  return api::query("braidCommCount", comm, count, "count", [](core::Comm& c) { return c.nranks(); });
+}
+
+braidResult_t braidCommUserRank(const braidComm_t comm, int* rank) {
+  return api::query("braidCommUserRank", comm, rank, "rank", [](core::Comm& c) { return c.rank(); });
+}
+
+braidResult_t braidCommCuDevice(const braidComm_t comm, int* device) {
+  return api::query("braidCommCuDevice", comm, device, "device", [](core::Comm& c) { return c.cudaDevice(); });
+}
+
+}  // extern "C"

@@ -1,0 +1,170 @@
+#include "core/comm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "exec/cuda_device.h"
+
+namespace braid::core {
+namespace {
+
+uint64_t hashBytes(const void* data, size_t n) {
+  // FNV-1a: a short, stable tag for log lines (not security).
+  uint64_t h = 1469598103934665603ull;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+Status resolveDevice(DeviceKind kind, int requested, int* device) {
+  std::string why;
+  int count = exec::cudaDeviceCount(&why);
+  if (kind == DeviceKind::kAuto) kind = count > 0 ? DeviceKind::kCuda : DeviceKind::kHost;
+  if (kind == DeviceKind::kHost) {
+    *device = -1;
+    return Status::ok();
+  }
+  if (count == 0) {
+    return invalidUsage("a CUDA communicator was asked for (config deviceKind or BRAID_DEVICE=cuda) but " + why);
+  }
+  if (requested == kCurrentDevice) return exec::cudaCurrentDevice(device);
+  if (requested < 0 || requested >= count) {
+    return invalidArgument("CUDA device " + std::to_string(requested) + " does not exist (this machine has " +
+                           std::to_string(count) + ")");
+  }
+  *device = requested;
+  return exec::cudaSelectDevice(requested);
+}
+
+Comm::Comm(const InitArgs& args) : rank_(args.rank), nranks_(args.nranks), config_(args.config) {
+  idHash_ = hashBytes(args.id.bytes, sizeof(args.id.bytes));
+}
+
+Comm::~Comm() {
+  if (initThread_.joinable()) {
+    abort();
+    initThread_.join();
+  }
+}
+
+Status Comm::start(const InitArgs& args, std::shared_ptr<Comm>* out) {
+  param::warnUnknownOnce();
+  log::logVersionOnce(log::concat("braid version ", BRAID_MAJOR, ".", BRAID_MINOR, ".", BRAID_PATCH));
+  std::shared_ptr<Comm> comm(new Comm(args));
+  BRAID_RETURN_IF_ERROR(resolveDevice(args.config.deviceKind, args.cudaDevice, &comm->cudaDevice_));
+  if (args.config.blocking) {
+    comm->runInit(args.id);
+    BRAID_RETURN_IF_ERROR(comm->asyncError());
+  } else {
+    Comm* raw = comm.get();
+    bootstrap::UniqueIdBytes id = args.id;
+    comm->initThread_ = std::thread([raw, id] {
+      if (raw->cudaDevice_ >= 0) exec::cudaSelectDevice(raw->cudaDevice_).ignore();  // the device is per thread
+      raw->runInit(id);
+    });
+  }
+  *out = std::move(comm);
+  return Status::ok();
+}
+
+void Comm::runInit(const bootstrap::UniqueIdBytes& id) {
+  log::ScopedRank scoped(rank_);
+  Status s = init(id);
+  if (s.isOk()) {
+    state_.store(State::kReady, std::memory_order_release);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    error_ = s;
+  }
+  state_.store(State::kFailed, std::memory_order_release);
+}
+
+Status Comm::init(const bootstrap::UniqueIdBytes& id) {
+  bootstrap::Options options;
+  options.timeoutMs = config_.timeoutMs;
+  options.abort = &abortFlag_;
+  BRAID_RETURN_IF_ERROR(bootstrap::Bootstrap::create(id, rank_, nranks_, options, &bootstrap_));
+  BRAID_INFO(log::Subsys::kInit, "comm ", std::hex, idHash_, std::dec, " rank ", rank_, " of ", nranks_, " ready on ",
+             cudaDevice_ >= 0 ? "CUDA device " + std::to_string(cudaDevice_) : std::string("host memory"));
+  return Status::ok();
+}
+
+Status Comm::checkUsable() const {
+  if (aborted()) return invalidUsage("the communicator was aborted");
+  switch (state()) {
+    case State::kReady: return Status::ok();
+    case State::kInitializing:
+      return invalidUsage(
+          "the communicator is still initializing (non-blocking init); wait until "
+          "braidCommGetAsyncError reports braidSuccess");
+    case State::kFailed: return asyncError().withContext("the communicator's init failed");
+    case State::kFinalized: return invalidUsage("the communicator was finalized; only destroy is allowed");
+  }
+  return internalError("unknown communicator state");
+}
+
+Status Comm::asyncError() const {
+  switch (state()) {
+    case State::kInitializing: return Status(Code::kInProgress, "the communicator is still initializing");
+    case State::kFailed: {
+      std::lock_guard<std::mutex> lock(errorMu_);
+      return error_;
+    }
+    default: return aborted() ? Status(Code::kRemoteError, "the communicator was aborted") : Status::ok();
+  }
+}
+
+Status Comm::finalize() {
+  BRAID_RETURN_IF_ERROR(checkUsable());
+  state_.store(State::kFinalized, std::memory_order_release);
+  return Status::ok();
+}
+
+void Comm::abort() { abortFlag_.store(true, std::memory_order_release); }
+
+Status Comm::split(int color, int key, const CommConfig& config, std::shared_ptr<Comm>* out) {
+  BRAID_RETURN_IF_ERROR(checkUsable());
+  struct Entry {
+    int color;
+    int key;
+  };
+  std::vector<Entry> entries(nranks_);
+  entries[rank_] = {color, key};
+  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(entries.data(), sizeof(Entry)).withContext("split"));
+
+  // Members of my color, ordered by (key, parent rank); the first one makes the new unique id.
+  std::vector<int> members;
+  for (int r = 0; r < nranks_; ++r) {
+    if (entries[r].color == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return entries[a].key < entries[b].key; });
+  bool leader = color != BRAID_SPLIT_NOCOLOR && members.front() == rank_;
+
+  std::vector<bootstrap::UniqueIdBytes> ids(nranks_);
+  std::memset(ids.data(), 0, ids.size() * sizeof(ids[0]));
+  // A leader that cannot make an id still takes part in the exchange, so that nobody waits for it;
+  // its members then fail on the all-zero id instead of timing out.
+  Status idStatus = leader ? bootstrap::createLocalUniqueId(&ids[rank_]) : Status::ok();
+  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(ids.data(), sizeof(ids[0])).withContext("split"));
+  BRAID_RETURN_IF_ERROR(idStatus.withContext("split: making the new unique id"));
+  if (color == BRAID_SPLIT_NOCOLOR) return Status::ok();
+
+  InitArgs args;
+  args.id = ids[members.front()];
+  args.nranks = static_cast<int>(members.size());
+  args.rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  args.config = config;
+  args.config.deviceKind = cudaDevice_ >= 0 ? DeviceKind::kCuda : DeviceKind::kHost;
+  args.cudaDevice = cudaDevice_ >= 0 ? cudaDevice_ : kCurrentDevice;
+  BRAID_INFO(log::Subsys::kInit, "split: color ", color, " key ", key, " -> rank ", args.rank, " of ", args.nranks);
+  return start(args, out);
+}
+
+}  // namespace braid::core

@@ -1,0 +1,95 @@
+// Comm: one rank's communicator. It owns everything it uses (bootstrap connections, later the
+// transports and executors) and frees it in its destructor.
+//
+// Lifetime:   start() ──► kInitializing ──► kReady ──► finalize() ──► kFinalized
+//                               │                 ╲
+//                               ▼                  abort() from any thread: every wait fails fast
+//                            kFailed (asyncError holds why)
+// A non-blocking init (config.blocking = false) runs in a thread the Comm owns and joins.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "bootstrap/bootstrap.h"
+#include "core/config.h"
+#include "core/status.h"
+
+namespace braid::core {
+
+/// Device selection at init.
+constexpr int kCurrentDevice = -2;  // a CUDA comm uses the caller's current device
+
+struct InitArgs {
+  bootstrap::UniqueIdBytes id{};
+  int rank = 0;
+  int nranks = 1;
+  CommConfig config;
+  int cudaDevice = kCurrentDevice;  // or an explicit device (init-all, launcher local rank)
+};
+
+class Comm {
+ public:
+  enum class State { kInitializing, kReady, kFailed, kFinalized };
+
+  /// Creates the communicator; with config.blocking it returns once init is done (or failed).
+  static Status start(const InitArgs& args, std::shared_ptr<Comm>* out);
+
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int cudaDevice() const { return cudaDevice_; }  // -1: host memory
+  const CommConfig& config() const { return config_; }
+  uint64_t idHash() const { return idHash_; }
+
+  State state() const { return state_.load(std::memory_order_acquire); }
+
+  /// OK when the communicator can take calls; otherwise says why not (initializing, failed, ...).
+  Status checkUsable() const;
+
+  /// braidCommGetAsyncError: ok, kInProgress while initializing, or the error that stopped it.
+  Status asyncError() const;
+
+  /// Ranks with the same color form a new communicator, ordered by (key, rank). Called by every
+  /// rank; `out` stays empty for BRAID_SPLIT_NOCOLOR.
+  Status split(int color, int key, const CommConfig& config, std::shared_ptr<Comm>* out);
+
+  Status finalize();
+
+  /// Makes every wait in flight on this communicator fail promptly (any thread).
+  void abort();
+  bool aborted() const { return abortFlag_.load(std::memory_order_acquire); }
+
+  bootstrap::Bootstrap& bootstrap() { return *bootstrap_; }
+
+ private:
+  explicit Comm(const InitArgs& args);
+  Status init(const bootstrap::UniqueIdBytes& id);
+  void runInit(const bootstrap::UniqueIdBytes& id);
+
+  const int rank_;
+  const int nranks_;
+  const CommConfig config_;
+  int cudaDevice_ = -1;
+  uint64_t idHash_ = 0;
+
+  std::atomic<State> state_{State::kInitializing};
+  std::atomic<bool> abortFlag_{false};
+  mutable std::mutex errorMu_;
+  Status error_;  // why the comm failed (state kFailed)
+
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
+  std::thread initThread_;
+};
+
+/// Resolves DeviceKind::kAuto and checks a CUDA request against the machine; `device` gets the
+/// CUDA device to bind (-1 for host memory).
+Status resolveDevice(DeviceKind kind, int requested, int* device);
+
+}  // namespace braid::core

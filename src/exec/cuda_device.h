@@ -1,0 +1,22 @@
+// The few CUDA runtime facts the communicator needs at init: how many devices there are, which one
+// is current, and selecting one. Built from cuda_device_cuda.cc where CUDA is enabled and from
+// cuda_device_none.cc otherwise, so no caller needs a CUDA header or an #ifdef.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace braid::exec {
+
+/// Number of usable CUDA devices; 0 without CUDA support, driver or GPU. `why` (optional) gets the
+/// reason when the answer is 0.
+int cudaDeviceCount(std::string* why = nullptr);
+
+/// The calling thread's current CUDA device.
+Status cudaCurrentDevice(int* device);
+
+/// Makes `device` the calling thread's current CUDA device.
+Status cudaSelectDevice(int device);
+
+}  // namespace braid::exec

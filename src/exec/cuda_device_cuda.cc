@@ -1,0 +1,31 @@
+#include <cuda_runtime.h>
+
+#include "exec/cuda_device.h"
+
+namespace braid::exec {
+namespace {
+
+Status cudaStatus(const char* call, cudaError_t err) {
+  if (err == cudaSuccess) return Status::ok();
+  return Status(Code::kCudaError, std::string(call) + " failed: " + cudaGetErrorString(err));
+}
+
+}  // namespace
+
+int cudaDeviceCount(std::string* why) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (why != nullptr) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
+    (void)cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    return 0;
+  }
+  if (count == 0 && why != nullptr) *why = "the CUDA driver reports no device";
+  return count;
+}
+
+Status cudaCurrentDevice(int* device) { return cudaStatus("cudaGetDevice", cudaGetDevice(device)); }
+
+Status cudaSelectDevice(int device) { return cudaStatus("cudaSetDevice", cudaSetDevice(device)); }
+
+}  // namespace braid::exec

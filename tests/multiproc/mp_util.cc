@@ -1,0 +1,88 @@
+#include "mp_util.h"
+
+#include <braid/braid.h>
+#include <unistd.h>
+
+#include <sstream>
+
+namespace braid::test {
+
+std::string Report::describe() const {
+  std::ostringstream os;
+  os << "rank " << rank << " of " << nranks << " code " << code << " msg '" << msg << "'\n--- output ---\n" << raw;
+  return os.str();
+}
+
+std::vector<Report> parseOutput(const std::string& output) {
+  std::vector<Report> out;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("RESULT ", 0) != 0) continue;
+    Report r;
+    long long s = 0, e = 0;
+    int consumed = 0;
+    if (sscanf(line.c_str(), "RESULT rank=%d nranks=%d code=%d init_ns=%lld,%lld msg=%n", &r.rank, &r.nranks, &r.code,
+               &s, &e, &consumed) == 5) {
+      r.initStartNs = s;
+      r.initEndNs = e;
+      r.msg = line.substr(static_cast<size_t>(consumed));
+      r.raw = output;
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+std::vector<Report> parseReports(const std::vector<ProcResult>& results) {
+  std::vector<Report> out;
+  for (const ProcResult& p : results) {
+    std::vector<Report> got = parseOutput(p.output);
+    if (!got.empty()) out.push_back(got.back());
+  }
+  return out;
+}
+
+std::vector<int> allRanks(int n) {
+  std::vector<int> r(n);
+  for (int i = 0; i < n; ++i) r[i] = i;
+  return r;
+}
+
+std::vector<Report> runRanksWithId(const std::string& idHex, int n, const std::vector<int>& ranks,
+                                   const std::string& scenario, const std::vector<std::string>& env) {
+  std::vector<ProcSpec> specs;
+  for (int r : ranks) {
+    ProcSpec s{{workerPath(), scenario}, env};
+    s.env.push_back("BRAID_TEST_ID=" + idHex);
+    s.env.push_back("BRAID_TEST_RANK=" + std::to_string(r));
+    s.env.push_back("BRAID_TEST_NRANKS=" + std::to_string(n));
+    specs.push_back(s);
+  }
+  return parseReports(runProcesses(specs, kProcTimeoutMs));
+}
+
+std::vector<Report> runRanks(int n, const std::vector<int>& ranks, const std::string& scenario,
+                             const std::vector<std::string>& env) {
+  braidUniqueId id;
+  if (braidGetUniqueId(&id) != braidSuccess) return {};
+  return runRanksWithId(toHex(&id, sizeof(id)), n, ranks, scenario, env);
+}
+
+std::string workerPath() {
+  const char* override = getenv("BRAID_TEST_WORKER");
+  return override != nullptr ? override : selfDir() + "/braid_mp_worker";
+}
+
+std::string findInPath(const std::string& program) {
+  const char* path = getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = dir + "/" + program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+}  // namespace braid::test

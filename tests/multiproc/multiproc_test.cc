@@ -1,0 +1,149 @@
+// Multi-process tier: real processes bootstrap through a unique id, through launcher variables and
+// under mpirun; a missing rank, a dead peer and garbage connections at the root give clear errors.
+#include <arpa/inet.h>
+#include <braid/braid.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "harness.h"
+#include "mp_util.h"
+
+namespace braid::test {
+namespace {
+
+class Bootstrap : public ::testing::TestWithParam<int> {};
+
+TEST_P(Bootstrap, ThroughUniqueId) {
+  int n = GetParam();
+  std::vector<Report> reports = runRanks(n, allRanks(n), "id", {});
+  ASSERT_EQ(reports.size(), static_cast<size_t>(n));
+  for (const Report& r : reports) EXPECT_TRUE(r.ok()) << r.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, Bootstrap, ::testing::Values(1, 2, 3, 4, 7, 8));
+
+std::vector<Report> runEnvRanks(int n, const std::function<std::vector<std::string>(int)>& envOf) {
+  std::vector<ProcSpec> specs;
+  for (int r = 0; r < n; ++r) specs.push_back({{workerPath(), "env"}, envOf(r)});
+  return parseReports(runProcesses(specs, kProcTimeoutMs));
+}
+
+TEST(LauncherEnv, Torchrun) {
+  int n = 4;
+  std::string port = std::to_string(freeTcpPort());
+  auto reports = runEnvRanks(n, [&](int r) {
+    return std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(n),
+                                    "LOCAL_RANK=" + std::to_string(r), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port};
+  });
+  ASSERT_EQ(reports.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(reports[r].ok()) << reports[r].describe();
+    EXPECT_EQ(reports[r].rank, r);
+    EXPECT_EQ(reports[r].nranks, n);
+  }
+}
+
+TEST(LauncherEnv, OpenMpiVariablesWithCommId) {
+  int n = 3;
+  std::string id = "127.0.0.1:" + std::to_string(freeTcpPort());
+  auto reports = runEnvRanks(n, [&](int r) {
+    return std::vector<std::string>{"OMPI_COMM_WORLD_RANK=" + std::to_string(r), "OMPI_COMM_WORLD_SIZE=3",
+                                    "OMPI_COMM_WORLD_LOCAL_RANK=" + std::to_string(r), "BRAID_COMM_ID=" + id};
+  });
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(reports[r].ok() && reports[r].rank == r) << reports[r].describe();
+}
+
+TEST(LauncherEnv, SlurmVariables) {
+  int n = 3;
+  std::string port = std::to_string(freeTcpPort());
+  auto reports = runEnvRanks(n, [&](int r) {
+    return std::vector<std::string>{"SLURM_PROCID=" + std::to_string(r),
+                                    "SLURM_NTASKS=3",
+                                    "SLURM_LOCALID=" + std::to_string(r),
+                                    "SLURM_JOB_ID=77",
+                                    "MASTER_ADDR=localhost",
+                                    "MASTER_PORT=" + port};
+  });
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(reports[r].ok() && reports[r].rank == r) << reports[r].describe();
+}
+
+TEST(LauncherEnv, Mpirun) {
+  std::string mpirun = findInPath("mpirun");
+  if (mpirun.empty()) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
+  std::string id = "127.0.0.1:" + std::to_string(freeTcpPort());
+  ProcSpec spec{{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4", "-x", "BRAID_COMM_ID=" + id, "-x",
+                 "BRAID_BOOTSTRAP_TIMEOUT=30", workerPath(), "env"},
+                {"OMPI_MCA_plm_rsh_agent=false"}};
+  std::vector<ProcResult> out = runProcesses({spec}, 60000);
+  ASSERT_FALSE(out[0].timedOut) << out[0].output;
+  EXPECT_EQ(out[0].exitCode, 0) << out[0].output;
+  std::vector<Report> reports = parseOutput(out[0].output);
+  ASSERT_EQ(reports.size(), 4u) << out[0].output;
+  std::vector<bool> seen(4, false);
+  for (const Report& r : reports) {
+    EXPECT_TRUE(r.ok()) << r.describe();
+    ASSERT_TRUE(r.rank >= 0 && r.rank < 4) << r.describe();
+    seen[r.rank] = true;
+  }
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(seen[r]) << "rank " << r << " did not report";
+}
+
+TEST(Failures, MissingRankTimesOutNamingIt) {
+  int n = 4;
+  std::vector<Report> reports = runRanks(n, {0, 1, 2}, "id", {"BRAID_BOOTSTRAP_TIMEOUT=2"});
+  ASSERT_EQ(reports.size(), 3u);
+  for (const Report& r : reports) {
+    EXPECT_EQ(r.code, braidTimeout) << r.describe();
+    EXPECT_TRUE(std::regex_search(r.msg, std::regex("rank\\(?s?\\)? 3\\b"))) << r.describe();
+  }
+}
+
+TEST(Failures, MissingRankZeroWithFixedRootAddress) {
+  // With BRAID_COMM_ID rank 0 serves the root; without it nobody answers, and the others must say so.
+  std::string id = "127.0.0.1:" + std::to_string(freeTcpPort());
+  std::vector<ProcSpec> specs;
+  for (int r = 1; r < 3; ++r) {
+    specs.push_back({{workerPath(), "env"},
+                     {"OMPI_COMM_WORLD_RANK=" + std::to_string(r), "OMPI_COMM_WORLD_SIZE=3", "BRAID_COMM_ID=" + id,
+                      "BRAID_BOOTSTRAP_TIMEOUT=2"}});
+  }
+  std::vector<Report> reports = parseReports(runProcesses(specs, kProcTimeoutMs));
+  ASSERT_EQ(reports.size(), 2u);
+  for (const Report& r : reports) {
+    EXPECT_EQ(r.code, braidTimeout) << r.describe();
+    EXPECT_NE(r.msg.find(id), std::string::npos) << r.describe();
+  }
+}
+
+TEST(Failures, DeadPeerIsNamedNotWaitedFor) {
+  int n = 3;
+  std::vector<Report> reports = runRanks(n, allRanks(n), "die", {"BRAID_TEST_VICTIM=1", "BRAID_BOOTSTRAP_TIMEOUT=20"});
+  ASSERT_EQ(reports.size(), 2u);  // the victim prints nothing
+  bool named = false;
+  for (const Report& r : reports) {
+    EXPECT_NE(r.code, braidSuccess) << r.describe();
+    EXPECT_NE(r.code, braidTimeout) << "a closed connection must be seen at once: " << r.describe();
+    named = named || r.msg.find("rank 1") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << "no survivor named rank 1";
+}
+
+TEST(Split, EvenAndOddHalves) {
+  for (int n : {2, 5}) {
+    std::vector<Report> reports = runRanks(n, allRanks(n), "split", {});
+    ASSERT_EQ(reports.size(), static_cast<size_t>(n));
+    for (const Report& r : reports) EXPECT_TRUE(r.ok()) << r.describe();
+  }
+}
+
+}  // namespace
+}  // namespace braid::test

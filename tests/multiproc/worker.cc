@@ -1,0 +1,147 @@
+// braid_mp_worker: one rank of a multi-process test, started by the harness (or by mpirun).
+//
+//   braid_mp_worker id      init from BRAID_TEST_ID (hex unique id), BRAID_TEST_RANK, BRAID_TEST_NRANKS
+//   braid_mp_worker env     init from launcher variables (torchrun / Open MPI / Slurm)
+//   braid_mp_worker split   init from the id, split into even and odd ranks, exercise the halves
+//   braid_mp_worker die     init from the id; rank BRAID_TEST_VICTIM exits at once, the others
+//                           enter a barrier and report what it gave them
+//
+// After init it exercises the bootstrap (all-gather, barrier, tagged ring send/recv, checked against
+// values each rank can compute for every other) and prints one line:
+//   RESULT rank=<r> nranks=<n> code=<braidResult_t> init_ns=<start>,<end> msg=<text>
+#include <braid/braid.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/handles.h"
+#include "harness.h"
+
+namespace {
+
+using braid::Status;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int envInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+struct Contribution {
+  int rank;
+  int pid;
+  int64_t value;
+};
+
+int64_t valueOf(int rank, int nranks) { return int64_t{rank} * 7919 + nranks; }
+
+// All-gather, barrier and a ring of tagged messages; every received value is checked.
+Status exercise(braid::bootstrap::Bootstrap& b) {
+  int r = b.rank(), n = b.nranks();
+  std::vector<Contribution> all(n);
+  all[r] = {r, static_cast<int>(getpid()), valueOf(r, n)};
+  BRAID_RETURN_IF_ERROR(b.allGather(all.data(), sizeof(Contribution)));
+  std::set<int> pids;
+  for (int i = 0; i < n; ++i) {
+    if (all[i].rank != i || all[i].value != valueOf(i, n)) {
+      return braid::internalError("all-gather slot " + std::to_string(i) + " holds rank " +
+                                  std::to_string(all[i].rank) + " value " + std::to_string(all[i].value));
+    }
+    pids.insert(all[i].pid);
+  }
+  BRAID_RETURN_IF_ERROR(b.barrier());
+  int next = (r + 1) % n, prev = (r + n - 1) % n;
+  int64_t a = valueOf(r, n) * 3 + 1, c = valueOf(r, n) * 5;
+  BRAID_RETURN_IF_ERROR(b.send(next, 7, &a, sizeof(a)));
+  BRAID_RETURN_IF_ERROR(b.send(next, 9, &c, sizeof(c)));
+  int64_t got9 = 0, got7 = 0;  // received in the other order than sent
+  BRAID_RETURN_IF_ERROR(b.recv(prev, 9, &got9, sizeof(got9)));
+  BRAID_RETURN_IF_ERROR(b.recv(prev, 7, &got7, sizeof(got7)));
+  if (got7 != valueOf(prev, n) * 3 + 1 || got9 != valueOf(prev, n) * 5) {
+    return braid::internalError("ring message from rank " + std::to_string(prev) + " is wrong");
+  }
+  BRAID_RETURN_IF_ERROR(b.barrier());
+  return Status::ok();
+}
+
+Status exerciseHandle(braidComm_t handle) {
+  std::shared_ptr<braid::core::Comm> comm;
+  BRAID_RETURN_IF_ERROR(braid::api::lookupComm(handle, "comm", &comm));
+  return exercise(comm->bootstrap());
+}
+
+int report(int rank, int nranks, braidResult_t code, int64_t start, int64_t end, const std::string& msg) {
+  std::printf("RESULT rank=%d nranks=%d code=%d init_ns=%lld,%lld msg=%s\n", rank, nranks, static_cast<int>(code),
+              static_cast<long long>(start), static_cast<long long>(end), msg.c_str());
+  std::fflush(stdout);
+  return code == braidSuccess ? 0 : 1;
+}
+
+braidResult_t fromStatus(const Status& s) { return static_cast<braidResult_t>(s.code()); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string scenario = argc > 1 ? argv[1] : "";
+  int rank = envInt("BRAID_TEST_RANK", -1), nranks = envInt("BRAID_TEST_NRANKS", 0);
+  braidComm_t comm = nullptr;
+  int64_t start = nowNs();
+  braidResult_t r;
+  if (scenario == "env") {
+    r = braidCommInitFromEnv(&comm, nullptr);
+  } else if (scenario == "id" || scenario == "split" || scenario == "die") {
+    braidUniqueId id;
+    const char* hex = std::getenv("BRAID_TEST_ID");
+    if (hex == nullptr || !braid::test::fromHex(hex, &id, sizeof(id))) {
+      return report(rank, nranks, braidInvalidArgument, 0, 0, "BRAID_TEST_ID missing or malformed");
+    }
+    r = braidCommInitRank(&comm, nranks, id, rank);
+  } else {
+    std::fprintf(stderr, "usage: %s id|env|split|die\n", argv[0]);
+    return 2;
+  }
+  int64_t end = nowNs();
+  if (r != braidSuccess) return report(rank, nranks, r, start, end, braidGetLastError());
+  braidCommUserRank(comm, &rank);
+  braidCommCount(comm, &nranks);
+
+  Status s;
+  if (scenario == "die") {
+    if (rank == envInt("BRAID_TEST_VICTIM", -1)) std::_Exit(3);
+    std::shared_ptr<braid::core::Comm> c;
+    s = braid::api::lookupComm(comm, "comm", &c);
+    if (s.isOk()) s = c->bootstrap().barrier();
+  } else if (scenario == "split") {
+    braidComm_t half = nullptr;
+    r = braidCommSplit(comm, rank % 2, -rank, &half, nullptr);  // key -rank: reverse order
+    if (r != braidSuccess) return report(rank, nranks, r, start, end, braidGetLastError());
+    int hr = -1, hn = -1;
+    braidCommUserRank(half, &hr);
+    braidCommCount(half, &hn);
+    int expectN = (nranks + 1 - rank % 2) / 2;  // evens: ceil(n/2), odds: floor(n/2)
+    // Members of my color ordered by descending parent rank: my position counts the members above me.
+    int expectR = 0;
+    for (int q = rank + 2; q < nranks; q += 2) ++expectR;
+    if (hr != expectR || hn != expectN) {
+      s = braid::internalError("split gave rank " + std::to_string(hr) + " of " + std::to_string(hn) + ", expected " +
+                               std::to_string(expectR) + " of " + std::to_string(expectN));
+    } else {
+      s = exerciseHandle(half);
+    }
+    braidCommDestroy(half);
+  } else {
+    s = exerciseHandle(comm);
+  }
+  braidCommDestroy(comm);
+  return report(rank, nranks, fromStatus(s), start, end, s.isOk() ? "ok" : s.message());
+}

@@ -1,0 +1,147 @@
+// Communicator lifetime with ranks as threads of this process: non-blocking init, abort of a
+// communicator that is waiting (from another thread), and split.
+#include <braid/braid.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "api/handles.h"
+#include "core/log.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+braidConfig_t hostConfig(int blocking, int timeoutMs) {
+  braidConfig_t c = BRAID_CONFIG_INITIALIZER;
+  c.deviceKind = braidDeviceHost;
+  c.blocking = blocking;
+  c.timeoutMs = timeoutMs;
+  return c;
+}
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+TEST(Comm, NonBlockingInitReportsInProgressThenSuccess) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = hostConfig(0, 20000);
+  braidComm_t c0 = nullptr, c1 = nullptr;
+  ASSERT_EQ(braidCommInitRankConfig(&c0, 2, id, 0, &config), braidInProgress) << braidGetLastError();
+  ASSERT_NE(c0, nullptr);
+  braidResult_t state = braidSuccess;
+  ASSERT_EQ(braidCommGetAsyncError(c0, &state), braidSuccess);
+  EXPECT_EQ(state, braidInProgress);  // rank 1 has not arrived: it cannot be done
+  // Calls that need a ready communicator say why they cannot run yet.
+  float x = 0;
+  EXPECT_EQ(braidAllReduce(&x, &x, 1, braidFloat32, braidSum, c0, nullptr), braidInvalidUsage);
+  EXPECT_NE(std::string(braidGetLastError()).find("still initializing"), std::string::npos) << braidGetLastError();
+
+  ASSERT_EQ(braidCommInitRankConfig(&c1, 2, id, 1, &config), braidInProgress);
+  for (braidComm_t c : {c0, c1}) {
+    auto start = Clock::now();
+    do {
+      ASSERT_EQ(braidCommGetAsyncError(c, &state), braidSuccess);
+    } while (state == braidInProgress && secondsSince(start) < 20);
+    EXPECT_EQ(state, braidSuccess);
+  }
+  int rank = -1;
+  EXPECT_EQ(braidCommUserRank(c1, &rank), braidSuccess);
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(braidCommDestroy(c0), braidSuccess);
+  EXPECT_EQ(braidCommDestroy(c1), braidSuccess);
+}
+
+TEST(Comm, NonBlockingInitThatFailsKeepsItsError) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = hostConfig(0, 1000);  // rank 1 never comes: a timeout after 1 s
+  braidComm_t c0 = nullptr;
+  ASSERT_EQ(braidCommInitRankConfig(&c0, 2, id, 0, &config), braidInProgress);
+  braidResult_t state = braidInProgress;
+  auto start = Clock::now();
+  while (state == braidInProgress && secondsSince(start) < 20)
+    ASSERT_EQ(braidCommGetAsyncError(c0, &state), braidSuccess);
+  EXPECT_EQ(state, braidTimeout);
+  int n = 0;
+  EXPECT_EQ(braidCommCount(c0, &n), braidSuccess);  // queries still answer
+  float x = 0;
+  EXPECT_EQ(braidAllReduce(&x, &x, 1, braidFloat32, braidSum, c0, nullptr), braidTimeout);
+  EXPECT_NE(std::string(braidGetLastError()).find("rank(s) 1"), std::string::npos) << braidGetLastError();
+  EXPECT_EQ(braidCommDestroy(c0), braidSuccess);
+}
+
+TEST(Comm, AbortStopsAnInitThatWaitsForAMissingRank) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = hostConfig(0, 60000);
+  braidComm_t c0 = nullptr;
+  ASSERT_EQ(braidCommInitRankConfig(&c0, 2, id, 0, &config), braidInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto start = Clock::now();
+  EXPECT_EQ(braidCommAbort(c0), braidSuccess);  // joins the init thread, which must stop at once
+  EXPECT_LT(secondsSince(start), 5.0) << "abort waited for the 60 s deadline";
+  int n = 0;
+  EXPECT_EQ(braidCommCount(c0, &n), braidInvalidUsage);
+}
+
+// Abort from another thread wakes a bootstrap wait in progress on this communicator.
+TEST(Comm, AbortFromAnotherThreadWakesAWait) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = hostConfig(1, 60000);
+  braidComm_t comms[2] = {nullptr, nullptr};
+  std::thread t1([&] { braidCommInitRankConfig(&comms[1], 2, id, 1, &config); });
+  ASSERT_EQ(braidCommInitRankConfig(&comms[0], 2, id, 0, &config), braidSuccess) << braidGetLastError();
+  t1.join();
+  ASSERT_NE(comms[1], nullptr);
+
+  std::shared_ptr<braid::core::Comm> c0;
+  ASSERT_TRUE(braid::api::lookupComm(comms[0], "comm", &c0).isOk());
+  braid::Status waited;
+  auto start = Clock::now();
+  std::thread waiter([&] { waited = c0->bootstrap().barrier(); });  // rank 1 never enters it
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(braidCommAbort(comms[0]), braidSuccess);
+  waiter.join();
+  EXPECT_LT(secondsSince(start), 5.0);
+  EXPECT_FALSE(waited.isOk());
+  EXPECT_NE(waited.message().find("abort"), std::string::npos) << waited.message();
+  c0.reset();
+  EXPECT_EQ(braidCommDestroy(comms[1]), braidSuccess);
+}
+
+TEST(Comm, SplitOfThreadRanksOrdersByKey) {
+  constexpr int n = 4;
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = hostConfig(1, 20000);
+  braidComm_t comms[n], halves[n];
+  braidResult_t results[n];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      results[r] = braidCommInitRankConfig(&comms[r], n, id, r, &config);
+      // color: r < 3 join color 5, rank 3 opts out; key: reverse rank order
+      if (results[r] == braidSuccess) {
+        results[r] = braidCommSplit(comms[r], r < 3 ? 5 : BRAID_SPLIT_NOCOLOR, 10 - r, &halves[r], nullptr);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) ASSERT_EQ(results[r], braidSuccess) << "rank " << r;
+  EXPECT_EQ(halves[3], nullptr);
+  for (int r = 0; r < 3; ++r) {
+    int rank = -1, count = -1;
+    EXPECT_EQ(braidCommUserRank(halves[r], &rank), braidSuccess);
+    EXPECT_EQ(braidCommCount(halves[r], &count), braidSuccess);
+    EXPECT_EQ(count, 3);
+    EXPECT_EQ(rank, 2 - r);  // keys 10, 9, 8: parent rank 2 has the smallest key
+    EXPECT_EQ(braidCommDestroy(halves[r]), braidSuccess);
+  }
+  for (int r = 0; r < n; ++r) EXPECT_EQ(braidCommDestroy(comms[r]), braidSuccess);
+}
+
+}  // namespace
