@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   }
   int version = 0;
   CHECK(braidGetVersion(&version));
-  std::printf("braid %d: bootstrapping %d local ranks\n", version, nranks);
+  std::printf("braid %d.%d.%d: bootstrapping %d local ranks\n", version / 10000, version / 100 % 100, version % 100,
+              nranks);
   std::fflush(stdout);
 
   // Fork first (children start single-threaded), then make the id, which starts the root thread.

@@ -22,13 +22,11 @@ uint64_t hashBytes(const void* data, size_t n) {
 }  // namespace
 
 Status resolveDevice(DeviceKind kind, int requested, int* device) {
+  *device = -1;
+  if (kind == DeviceKind::kHost) return Status::ok();  // no CUDA call: its first one costs ~0.5 s
   std::string why;
   int count = exec::cudaDeviceCount(&why);
-  if (kind == DeviceKind::kAuto) kind = count > 0 ? DeviceKind::kCuda : DeviceKind::kHost;
-  if (kind == DeviceKind::kHost) {
-    *device = -1;
-    return Status::ok();
-  }
+  if (kind == DeviceKind::kAuto && count == 0) return Status::ok();
   if (count == 0) {
     return invalidUsage("a CUDA communicator was asked for (config deviceKind or BRAID_DEVICE=cuda) but " + why);
   }

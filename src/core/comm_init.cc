@@ -57,7 +57,7 @@ Status initFromEnv(const CommConfig& config, std::shared_ptr<Comm>* out) {
   args.rank = info.rank;
   args.nranks = info.nranks;
   args.config = config;
-  int count = exec::cudaDeviceCount();
+  int count = config.deviceKind == DeviceKind::kHost ? 0 : exec::cudaDeviceCount();
   if (count > 0) args.cudaDevice = (info.localRank >= 0 ? info.localRank : 0) % count;  // -1: launcher gave none
   return Comm::start(args, out);
 }

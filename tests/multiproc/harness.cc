@@ -106,9 +106,14 @@ std::vector<ProcResult> runProcesses(const std::vector<ProcSpec>& specs, int tim
     Child& c = children[i];
     if (c.outFd >= 0) close(c.outFd);
     if (c.pid < 0) continue;
+    // A child may close its output before it exits (mpirun does): reap it until the deadline.
     int status = 0;
     pid_t done = waitpid(c.pid, &status, WNOHANG);
-    if (done == 0) {  // still running at the deadline
+    while (done == 0 && std::chrono::steady_clock::now() < deadline) {
+      usleep(1000);
+      done = waitpid(c.pid, &status, WNOHANG);
+    }
+    if (done == 0) {
       results[i].timedOut = true;
       kill(c.pid, SIGKILL);
       waitpid(c.pid, &status, 0);
