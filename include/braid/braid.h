@@ -157,8 +157,8 @@ BRAID_API braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int
 /** Creates this process's communicator from launcher variables: torchrun (RANK, WORLD_SIZE,
  *  LOCAL_RANK, MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK) or Slurm
  *  (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID). Rank 0 serves the rendezvous at BRAID_COMM_ID if
- *  set, else at MASTER_ADDR:MASTER_PORT. A CUDA communicator uses device LOCAL_RANK modulo the
- *  device count. `config` may be NULL. */
+ *  set, else at MASTER_ADDR port MASTER_PORT+1 (MASTER_PORT itself is PyTorch's TCPStore). A CUDA
+ *  communicator uses device LOCAL_RANK modulo the device count. `config` may be NULL. */
 BRAID_API braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config);
 
 /** Splits `comm` (called by all its ranks): ranks with the same `color` form a new communicator,

@@ -37,8 +37,10 @@ std::vector<Report> runEnvRanks(int n, const std::function<std::vector<std::stri
   return parseReports(runProcesses(specs, kProcTimeoutMs));
 }
 
-TEST(LauncherEnv, Torchrun) {
-  int n = 4;
+class Torchrun : public ::testing::TestWithParam<int> {};
+
+TEST_P(Torchrun, EnvironmentVariables) {
+  int n = GetParam();
   std::string port = std::to_string(freeTcpPort());
   auto reports = runEnvRanks(n, [&](int r) {
     return std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(n),
@@ -51,6 +53,8 @@ TEST(LauncherEnv, Torchrun) {
     EXPECT_EQ(reports[r].nranks, n);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, Torchrun, ::testing::Values(1, 2, 3, 4, 7, 8));
 
 TEST(LauncherEnv, OpenMpiVariablesWithCommId) {
   int n = 3;
