@@ -1,0 +1,38 @@
+// The catalogue: which algorithms implement which collective, how many lanes (concurrent programs
+// per channel) each needs, and one dispatcher that runs lane `lane` of a (collective, algorithm).
+#pragma once
+
+#include "algo/ring.h"
+#include "algo/tree.h"
+
+namespace braid::algo {
+
+enum class Coll : int { kAllReduce = 0, kBroadcast, kReduce, kAllGather, kReduceScatter, kNumColls };
+enum class Algo : int { kRing = 0, kTree, kDoubleTree, kNumAlgos };
+
+/// Whether `algo` implements `coll` (broadcast and reduce run as ring chains; trees are all-reduce only).
+BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) { return algo == Algo::kRing || coll == Coll::kAllReduce; }
+
+BRAID_HOST_DEVICE inline int numLanes(Algo algo) { return algo == Algo::kRing ? 1 : algo == Algo::kTree ? 2 : 4; }
+
+template <class Backend>
+BRAID_HOST_DEVICE void runLane(Backend& b, Coll coll, Algo algo, const WorkArgs& w, int lane) {
+  switch (algo) {
+    case Algo::kTree: treeAllReduce(b, w, lane); return;
+    case Algo::kDoubleTree: doubleTreeAllReduce(b, w, lane); return;
+    default: break;
+  }
+  switch (coll) {
+    case Coll::kAllReduce: ringAllReduce(b, w); return;
+    case Coll::kBroadcast: chainBroadcast(b, w); return;
+    case Coll::kReduce: chainReduce(b, w); return;
+    case Coll::kAllGather: ringAllGather(b, w); return;
+    case Coll::kReduceScatter: ringReduceScatter(b, w); return;
+    default: return;
+  }
+}
+
+const char* collName(Coll coll);
+const char* algoName(Algo algo);
+
+}  // namespace braid::algo

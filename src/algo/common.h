@@ -1,0 +1,21 @@
+// What every algorithm template needs: the host/device qualifier and small integer helpers that
+// compile for both (no std:: in device paths).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define BRAID_HOST_DEVICE __host__ __device__
+#else
+#define BRAID_HOST_DEVICE
+#endif
+
+namespace braid::algo {
+
+BRAID_HOST_DEVICE inline size_t minSize(size_t a, size_t b) { return a < b ? a : b; }
+BRAID_HOST_DEVICE inline size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
+/// (a mod n) for a possibly negative a.
+BRAID_HOST_DEVICE inline int wrap(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace braid::algo

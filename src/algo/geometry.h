@@ -1,0 +1,43 @@
+// Geometry: the ring order and the two trees of a communicator (host side), and the WorkArgs each
+// (rank, channel) program of a call gets from them.
+#pragma once
+
+#include <vector>
+
+#include "algo/collectives.h"
+#include "algo/tree_builder.h"
+#include "algo/work.h"
+
+namespace braid::algo {
+
+struct Geometry {
+  std::vector<int> ringOrder;  // ranks in ring order
+  std::vector<int> posOf;      // rank -> ring position
+  PositionTree trees[2];       // trees[0]: the binary tree; trees[0..1]: the double binary tree
+};
+
+/// A geometry for `ringOrder` (a permutation of 0..n-1).
+Geometry makeGeometry(const std::vector<int>& ringOrder);
+
+/// The ring 0, 1, ..., n-1.
+Geometry defaultGeometry(int n);
+
+/// How one call is cut up: the parameters the tuner chooses.
+struct CallShape {
+  Coll coll = Coll::kAllReduce;
+  Algo algo = Algo::kRing;
+  size_t count = 0;
+  int root = 0;
+  int nChannels = 1;
+  size_t chunkElems = 1;
+  bool postOp = false;
+};
+
+/// The arguments of `rank`'s programs on `channel`; `g` must outlive the result (it points into it).
+WorkArgs workFor(const Geometry& g, int rank, int channel, const CallShape& call);
+
+/// Elements of the input and output buffers a collective uses on each rank.
+size_t inputElems(Coll coll, size_t count, int nranks);
+size_t outputElems(Coll coll, size_t count, int nranks);
+
+}  // namespace braid::algo

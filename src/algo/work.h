@@ -1,0 +1,65 @@
+// WorkArgs: everything one (rank, channel, lane) program of an algorithm needs, as a plain,
+// trivially copyable struct (it travels to GPU kernels unchanged).
+//
+// Buffers are not here: algorithms speak in element offsets into the call's input (sendbuff) and
+// output (recvbuff); the Prims backend owns the pointers (or, for the symbolic and trace
+// backends, the modelled contents).
+#pragma once
+
+#include "algo/common.h"
+
+namespace braid::algo {
+
+constexpr int kMaxTreeChildren = 2;
+
+/// This rank's place in a ring: `order[p]` is the rank at ring position p.
+struct RingView {
+  const int* order = nullptr;
+  int n = 1;
+  int pos = 0;  // this rank's position
+  BRAID_HOST_DEVICE int rankAt(int p) const { return order[wrap(p, n)]; }
+  BRAID_HOST_DEVICE int next() const { return rankAt(pos + 1); }
+  BRAID_HOST_DEVICE int prev() const { return rankAt(pos - 1); }
+};
+
+/// This rank's place in one tree (ranks, not positions); parent -1 at the root.
+struct TreeView {
+  int parent = -1;
+  int children[kMaxTreeChildren] = {-1, -1};
+  int nChildren = 0;
+};
+
+struct WorkArgs {
+  int rank = 0;
+  int nranks = 1;
+  size_t count = 0;  // elements per rank as the collective defines it (see each algorithm)
+  int root = 0;      // broadcast and reduce
+  int channel = 0;   // this program's channel, 0..nChannels-1
+  int nChannels = 1;
+  size_t chunkElems = 1;  // most elements one Prims operation moves (one FIFO slot)
+  bool postOp = false;    // avg: divide by nranks where the final value is written
+  RingView ring;
+  TreeView trees[2];  // tree all-reduce uses trees[0]; the double binary tree both
+};
+
+/// The part [begin, end) of [0, count) that `channel` of `nChannels` works on.
+struct Range {
+  size_t begin;
+  size_t end;
+  BRAID_HOST_DEVICE size_t size() const { return end - begin; }
+};
+
+BRAID_HOST_DEVICE inline Range channelRange(size_t count, int channel, int nChannels) {
+  return Range{count * channel / nChannels, count * (channel + 1) / nChannels};
+}
+
+/// Splits `r` into two halves (the double binary tree gives one to each tree).
+BRAID_HOST_DEVICE inline Range half(Range r, int which) {
+  size_t mid = r.begin + r.size() / 2;
+  return which == 0 ? Range{r.begin, mid} : Range{mid, r.end};
+}
+
+/// Connection ids: algorithms that run several patterns on one channel keep their FIFOs apart.
+enum ConnId : int { kConnRing = 0, kConnTree0 = 1, kConnTree1 = 2, kConnP2p = 3, kNumConnIds = 4 };
+
+}  // namespace braid::algo

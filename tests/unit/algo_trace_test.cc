@@ -1,0 +1,78 @@
+// Trace: sequential steps and link loads of each algorithm, the numbers the cost model uses.
+#include <gtest/gtest.h>
+
+#include "algo/trace.h"
+
+namespace braid::algo {
+namespace {
+
+int floorLog2(int n) {
+  int k = 0;
+  while ((2 << k) <= n) ++k;
+  return k;
+}
+
+TEST(Trace, RingAllReduceTakesTwoNMinusOneSteps) {
+  for (int n : {2, 3, 5, 8, 13, 64}) {
+    TraceResult t =
+        traceCollective(defaultGeometry(n), CallShape{Coll::kAllReduce, Algo::kRing, size_t(n) * 4, 0, 1, 4, false}, 8);
+    ASSERT_TRUE(t.ok) << t.error;
+    EXPECT_EQ(t.steps, 2 * (n - 1)) << "n=" << n;
+    // Each rank sends 2(n-1)/n of the data to its next rank, and only there.
+    EXPECT_EQ(t.maxLinkElems, size_t(2 * (n - 1) * 4)) << "n=" << n;
+    EXPECT_EQ(t.links.elems.size(), size_t(n));
+  }
+}
+
+TEST(Trace, TreeAllReduceTakesTwiceTheDepth) {
+  for (int n : {2, 3, 5, 8, 13, 64}) {
+    for (Algo a : {Algo::kTree, Algo::kDoubleTree}) {
+      TraceResult t = traceCollective(defaultGeometry(n), CallShape{Coll::kAllReduce, a, 64, 0, 1, 4, false}, 8);
+      ASSERT_TRUE(t.ok) << t.error;
+      EXPECT_EQ(t.steps, 2 * floorLog2(n)) << algoName(a) << " n=" << n;
+    }
+  }
+}
+
+TEST(Trace, SixtyFourRanksRingVersusTree) {
+  Geometry g = defaultGeometry(64);
+  TraceResult ring = traceCollective(g, CallShape{Coll::kAllReduce, Algo::kRing, 64 * 8, 0, 1, 8, false}, 8);
+  TraceResult tree = traceCollective(g, CallShape{Coll::kAllReduce, Algo::kTree, 64 * 8, 0, 1, 8, false}, 8);
+  ASSERT_TRUE(ring.ok && tree.ok);
+  EXPECT_EQ(ring.steps, 126);
+  EXPECT_EQ(tree.steps, 12);
+  // The price of the tree: an interior rank sends the whole message up and to each of two children
+  // (3x), a ring rank 2(n-1)/n of it. Per link the tree is lighter (1x against 2(n-1)/n).
+  EXPECT_EQ(tree.maxRankSendElems, 3u * 512);
+  EXPECT_EQ(ring.maxRankSendElems, 2u * 63 * 8);
+  EXPECT_EQ(tree.maxLinkElems, 512u);
+  EXPECT_EQ(ring.maxLinkElems, 2u * 63 * 8);
+}
+
+TEST(Trace, DoubleTreeHalvesTheBusiestLink) {
+  Geometry g = defaultGeometry(16);
+  TraceResult tree = traceCollective(g, CallShape{Coll::kAllReduce, Algo::kTree, 1024, 0, 1, 32, false}, 8);
+  TraceResult dbt = traceCollective(g, CallShape{Coll::kAllReduce, Algo::kDoubleTree, 1024, 0, 1, 32, false}, 8);
+  ASSERT_TRUE(tree.ok && dbt.ok);
+  // One tree: an interior rank sends everything up and to both children. Two trees on halves: an
+  // interior rank of one tree (1.5x) is a leaf of the other (0.5x).
+  EXPECT_EQ(tree.maxRankSendElems, 3u * 1024);
+  EXPECT_EQ(dbt.maxRankSendElems, 2u * 1024);
+}
+
+TEST(Trace, ChainsAndGathers) {
+  const int n = 6;
+  Geometry g = defaultGeometry(n);
+  TraceResult b = traceCollective(g, CallShape{Coll::kBroadcast, Algo::kRing, 60, 2, 1, 10, false}, 8);
+  TraceResult ag = traceCollective(g, CallShape{Coll::kAllGather, Algo::kRing, 10, 0, 1, 10, false}, 8);
+  TraceResult rs = traceCollective(g, CallShape{Coll::kReduceScatter, Algo::kRing, 10, 0, 1, 10, false}, 8);
+  ASSERT_TRUE(b.ok && ag.ok && rs.ok);
+  EXPECT_EQ(b.steps, n - 1);
+  EXPECT_EQ(ag.steps, n - 1);
+  EXPECT_EQ(rs.steps, n - 1);
+  EXPECT_EQ(b.links.elems.size(), size_t(n - 1));  // the chain does not close the ring
+  EXPECT_EQ(ag.maxLinkElems, size_t((n - 1) * 10));
+}
+
+}  // namespace
+}  // namespace braid::algo
