@@ -7,6 +7,8 @@
 // the head of the other lane (docs/algorithms.md has the argument; the symbolic tests check it).
 #pragma once
 
+#include <vector>
+
 #include "algo/prims.h"
 #include "algo/work.h"
 
@@ -19,6 +21,9 @@ struct P2pOp {
   size_t offset;
   size_t count;
 };
+
+/// Orders a rank's messages for the two lanes (by ring distance, stable). Host side.
+void orderP2p(int rank, int nranks, std::vector<P2pOp>* sends, std::vector<P2pOp>* recvs);
 
 /// The send lane: `ops` already in distance order.
 template <class Backend>

@@ -28,6 +28,7 @@
 //
 // A Backend provides:
 //   Prims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId);
+// which copies the peer lists (algorithms pass addresses of locals).
 #pragma once
 
 #include "algo/common.h"

@@ -29,19 +29,24 @@ struct RoundBlocks {
   }
 };
 
+/// The ring's Prims: receive from the previous position, send to the next (no peers alone).
+template <class Backend>
+BRAID_HOST_DEVICE auto openRing(Backend& b, const RingView& ring) {
+  int prev = ring.prev(), next = ring.next();
+  return ring.n == 1 ? b.open(nullptr, 0, nullptr, 0, kConnRing) : b.open(&prev, 1, &next, 1, kConnRing);
+}
+
 /// all-reduce: output[i] = op over ranks of input[i], i < count.
 template <class Backend>
 BRAID_HOST_DEVICE void ringAllReduce(Backend& b, const WorkArgs& w) {
   const RingView& ring = w.ring;
   const int n = ring.n;
   const Range r = channelRange(w.count, w.channel, w.nChannels);
+  auto p = openRing(b, ring);
   if (n == 1) {
-    auto p = b.open(nullptr, 0, nullptr, 0, kConnRing);
     for (size_t o = r.begin; o < r.end; o += w.chunkElems) p.copy(o, o, minSize(w.chunkElems, r.end - o), w.postOp);
     return;
   }
-  int prev = ring.prev(), next = ring.next();
-  auto p = b.open(&prev, 1, &next, 1, kConnRing);
   const size_t roundElems = static_cast<size_t>(n) * w.chunkElems;
   for (size_t base = r.begin; base < r.end; base += roundElems) {
     RoundBlocks rb{base, minSize(roundElems, r.end - base), 0};
@@ -69,8 +74,7 @@ BRAID_HOST_DEVICE void ringAllGather(Backend& b, const WorkArgs& w) {
   const RingView& ring = w.ring;
   const int n = ring.n;
   const Range r = channelRange(w.count, w.channel, w.nChannels);
-  int prev = ring.prev(), next = ring.next();
-  auto p = n == 1 ? b.open(nullptr, 0, nullptr, 0, kConnRing) : b.open(&prev, 1, &next, 1, kConnRing);
+  auto p = openRing(b, ring);
   for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
     size_t len = minSize(w.chunkElems, r.end - o);
     auto outOf = [&](int position) { return static_cast<size_t>(ring.rankAt(position)) * w.count + o; };
@@ -90,8 +94,7 @@ BRAID_HOST_DEVICE void ringReduceScatter(Backend& b, const WorkArgs& w) {
   const RingView& ring = w.ring;
   const int n = ring.n;
   const Range r = channelRange(w.count, w.channel, w.nChannels);
-  int prev = ring.prev(), next = ring.next();
-  auto p = n == 1 ? b.open(nullptr, 0, nullptr, 0, kConnRing) : b.open(&prev, 1, &next, 1, kConnRing);
+  auto p = openRing(b, ring);
   for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
     size_t len = minSize(w.chunkElems, r.end - o);
     auto inOf = [&](int position) { return static_cast<size_t>(ring.rankAt(position)) * w.count + o; };

@@ -32,9 +32,6 @@ struct P2pRank {
   size_t outputElems = 0;
 };
 
-/// Orders a rank's messages for the two p2p lanes (by ring distance, stable).
-void orderP2p(int rank, int nranks, std::vector<P2pOp>* sends, std::vector<P2pOp>* recvs);
-
 /// Runs the p2p lanes of every rank (messages as given, ordered by orderP2p) and checks that each
 /// received element is exactly the element its matching send carried.
 ProofResult proveP2p(const std::vector<P2pRank>& ranks, int nChannels, size_t chunkElems, int fifoSlots);

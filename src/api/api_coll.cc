@@ -1,25 +1,81 @@
-// C entry points of the collectives and point-to-point calls. Every argument is checked here;
-// the data movement itself arrives with the host and GPU engines (docs/api.md: "not available yet").
+// C entry points of the collectives and point-to-point calls. Every argument is checked here, then
+// the call goes to the communicator (inside a group: held until the group ends).
+#include <memory>
+#include <vector>
+
 #include "api/guard.h"
 #include "api/handles.h"
 #include "api/validate.h"
+#include "core/datatype.h"
 #include "core/group.h"
 
 namespace braid::api {
 namespace {
 
-Status notAvailableYet(const char* function) {
-  return invalidUsage(std::string(function) +
-                      " is not available yet in this version of braid: the collective engines are still being "
-                      "built (docs/api.md lists what works)");
-}
-
-braidResult_t collective(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle) {
+braidResult_t collective(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle,
+                         algo::Coll coll) {
   return guard(function, [&]() -> Status {
     std::shared_ptr<core::Comm> comm;
     BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
     BRAID_RETURN_IF_ERROR(checkCollective(shape, args, comm->rank(), comm->nranks()));
-    return notAvailableYet(function);
+    core::CollRequest r;
+    r.coll = coll;
+    r.sendbuff = args.sendbuff;
+    r.recvbuff = const_cast<void*>(args.recvbuff);
+    r.count = args.count;
+    r.type = args.type;
+    r.op = args.op;
+    r.root = args.rootOrPeer;
+    std::string name(function);
+    return core::runOrDefer([comm, r, name]() { return comm->collective(r).withContext(name); });
+  });
+}
+
+// Send, receive and all-to-all: checked like collectives, then run as point-to-point messages.
+braidResult_t pointToPoint(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle,
+                           bool isAllToAll, bool isSend) {
+  return guard(function, [&]() -> Status {
+    std::shared_ptr<core::Comm> comm;
+    BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
+    BRAID_RETURN_IF_ERROR(checkCollective(shape, args, comm->rank(), comm->nranks()));
+    if (!isAllToAll) {
+      core::P2pRequest r;
+      r.isSend = isSend;
+      r.buffer = isSend ? args.sendbuff : args.recvbuff;
+      r.count = args.count;
+      r.type = args.type;
+      r.peer = args.rootOrPeer;
+      return core::runOrDeferP2p(comm, r);
+    }
+    // All-to-all: one send and one receive per peer. In place, the input is staged first, since a
+    // block is received over the block that still has to be sent.
+    size_t block = args.count * core::typeSize(args.type);
+    const char* send = static_cast<const char*>(args.sendbuff);
+    std::shared_ptr<void> staging;
+    if (args.sendbuff == args.recvbuff && block > 0) {
+      auto copy = std::make_shared<std::vector<char>>(send, send + block * comm->nranks());
+      send = copy->data();
+      staging = copy;
+    }
+    // One group around all messages, so they run together (inside a user's group: with it).
+    BRAID_RETURN_IF_ERROR(core::groupStart());
+    Status st;
+    for (int q = 0; q < comm->nranks() && st.isOk(); ++q) {
+      core::P2pRequest s, r;
+      s.isSend = true;
+      s.buffer = send + q * block;
+      r.isSend = false;
+      r.buffer = static_cast<const char*>(args.recvbuff) + q * block;
+      s.count = r.count = args.count;
+      s.type = r.type = args.type;
+      s.peer = r.peer = q;
+      s.keepAlive = staging;
+      st = core::runOrDeferP2p(comm, s);
+      if (st.isOk()) st = core::runOrDeferP2p(comm, r);
+    }
+    Status end = core::groupEnd();
+    BRAID_RETURN_IF_ERROR(st);
+    return end;
   });
 }
 
@@ -38,9 +94,11 @@ CollArgs makeArgs(const void* send, const void* recv, size_t count, braidDataTyp
 }  // namespace
 }  // namespace braid::api
 
+using braid::algo::Coll;
 using braid::api::collective;
 using braid::api::CollShape;
 using braid::api::makeArgs;
+using braid::api::pointToPoint;
 
 extern "C" {
 
@@ -48,7 +106,7 @@ braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidRedOp_t op, braidComm_t comm, braidStream_t) {
   CollShape s;
   s.hasOp = true;
-  return collective("braidAllReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, 0), comm);
+  return collective("braidAllReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, 0), comm, Coll::kAllReduce);
 }
 
 braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype, int root,
@@ -56,7 +114,8 @@ braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
   CollShape s;
   s.hasRoot = true;
   s.sendOnRootOnly = true;
-  return collective("braidBroadcast", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, root), comm);
+  return collective("braidBroadcast", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, root), comm,
+                    Coll::kBroadcast);
 }
 
 braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype, braidRedOp_t op,
@@ -65,7 +124,7 @@ braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count, br
   s.hasOp = true;
   s.hasRoot = true;
   s.recvOnRootOnly = true;
-  return collective("braidReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, root), comm);
+  return collective("braidReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, root), comm, Coll::kReduce);
 }
 
 braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, braidDataType_t datatype,
@@ -73,7 +132,8 @@ braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendco
   CollShape s;
   s.countName = "sendcount";
   s.perRankRecv = true;
-  return collective("braidAllGather", s, makeArgs(sendbuff, recvbuff, sendcount, datatype, braidSum, 0), comm);
+  return collective("braidAllGather", s, makeArgs(sendbuff, recvbuff, sendcount, datatype, braidSum, 0), comm,
+                    Coll::kAllGather);
 }
 
 braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, braidDataType_t datatype,
@@ -82,7 +142,8 @@ braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t re
   s.countName = "recvcount";
   s.perRankSend = true;
   s.hasOp = true;
-  return collective("braidReduceScatter", s, makeArgs(sendbuff, recvbuff, recvcount, datatype, op, 0), comm);
+  return collective("braidReduceScatter", s, makeArgs(sendbuff, recvbuff, recvcount, datatype, op, 0), comm,
+                    Coll::kReduceScatter);
 }
 
 braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype,
@@ -90,7 +151,8 @@ braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count, 
   CollShape s;
   s.perRankSend = true;
   s.perRankRecv = true;
-  return collective("braidAllToAll", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, 0), comm);
+  return pointToPoint("braidAllToAll", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, 0), comm, true,
+                      false);
 }
 
 braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer, braidComm_t comm,
@@ -98,7 +160,7 @@ braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t data
   CollShape s;
   s.hasRecv = false;
   s.hasPeer = true;
-  return collective("braidSend", s, makeArgs(sendbuff, nullptr, count, datatype, braidSum, peer), comm);
+  return pointToPoint("braidSend", s, makeArgs(sendbuff, nullptr, count, datatype, braidSum, peer), comm, false, true);
 }
 
 braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer, braidComm_t comm,
@@ -106,7 +168,7 @@ braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, 
   CollShape s;
   s.hasSend = false;
   s.hasPeer = true;
-  return collective("braidRecv", s, makeArgs(nullptr, recvbuff, count, datatype, braidSum, peer), comm);
+  return pointToPoint("braidRecv", s, makeArgs(nullptr, recvbuff, count, datatype, braidSum, peer), comm, false, false);
 }
 
 braidResult_t braidGroupStart(void) {

@@ -1,5 +1,7 @@
 #include "core/comm.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -85,13 +87,64 @@ void Comm::runInit(const bootstrap::UniqueIdBytes& id) {
 }
 
 Status Comm::init(const bootstrap::UniqueIdBytes& id) {
+  // Registered before the bootstrap: a peer thread whose init completes finds this rank's FIFOs.
+  if (cudaDevice_ < 0) host_ = std::make_unique<HostEngine>(idHash_, rank_, nranks_, config_, &abortFlag_);
   bootstrap::Options options;
   options.timeoutMs = config_.timeoutMs;
   options.abort = &abortFlag_;
   BRAID_RETURN_IF_ERROR(bootstrap::Bootstrap::create(id, rank_, nranks_, options, &bootstrap_));
+  BRAID_RETURN_IF_ERROR(exchangePeerInfo());
   BRAID_INFO(log::Subsys::kInit, "comm ", std::hex, idHash_, std::dec, " rank ", rank_, " of ", nranks_, " ready on ",
              cudaDevice_ >= 0 ? "CUDA device " + std::to_string(cudaDevice_) : std::string("host memory"));
   return Status::ok();
+}
+
+// Which ranks share this process (and, later, this host): decides the transport to each peer.
+Status Comm::exchangePeerInfo() {
+  struct PeerInfo {
+    int64_t pid;
+    uint64_t host;
+  };
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  std::vector<PeerInfo> peers(nranks_);
+  peers[rank_] = {static_cast<int64_t>(getpid()), hashBytes(name, std::strlen(name))};
+  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
+  std::vector<bool> sameProcess(nranks_);
+  for (int r = 0; r < nranks_; ++r)
+    sameProcess[r] = peers[r].pid == peers[rank_].pid && peers[r].host == peers[rank_].host;
+  if (host_ != nullptr) host_->setPeers(std::move(sameProcess));
+  return Status::ok();
+}
+
+Status Comm::collective(const CollRequest& request) {
+  BRAID_RETURN_IF_ERROR(checkUsable());
+  if (host_ == nullptr) {
+    return invalidUsage(
+        "collectives on CUDA device memory are not available yet; use a host communicator "
+        "(config deviceKind = braidDeviceHost or BRAID_DEVICE=cpu)");
+  }
+  if (request.count == 0) return Status::ok();
+  return failOnRemoteError(host_->run(request));
+}
+
+// A call that failed midway leaves FIFOs out of step with the peers: the communicator is unusable
+// from then on, and says why.
+Status Comm::failOnRemoteError(Status s) {
+  if (s.code() == Code::kRemoteError) {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    error_ = s;
+    state_.store(State::kFailed, std::memory_order_release);
+  }
+  return s;
+}
+
+Status Comm::p2p(const std::vector<P2pRequest>& requests) {
+  BRAID_RETURN_IF_ERROR(checkUsable());
+  if (host_ == nullptr) {
+    return invalidUsage("send/recv on CUDA device memory is not available yet; use a host communicator");
+  }
+  return failOnRemoteError(host_->runP2p(requests));
 }
 
 Status Comm::checkUsable() const {
@@ -102,7 +155,7 @@ Status Comm::checkUsable() const {
       return invalidUsage(
           "the communicator is still initializing (non-blocking init); wait until "
           "braidCommGetAsyncError reports braidSuccess");
-    case State::kFailed: return asyncError().withContext("the communicator's init failed");
+    case State::kFailed: return asyncError().withContext("the communicator failed earlier");
     case State::kFinalized: return invalidUsage("the communicator was finalized; only destroy is allowed");
   }
   return internalError("unknown communicator state");

@@ -4,7 +4,7 @@
 // Lifetime:   start() ──► kInitializing ──► kReady ──► finalize() ──► kFinalized
 //                               │                 ╲
 //                               ▼                  abort() from any thread: every wait fails fast
-//                            kFailed (asyncError holds why)
+//                            kFailed (asyncError holds why; also entered when a call fails midway)
 // A non-blocking init (config.blocking = false) runs in a thread the Comm owns and joins.
 #pragma once
 
@@ -16,6 +16,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/config.h"
+#include "core/host_engine.h"
 #include "core/status.h"
 
 namespace braid::core {
@@ -68,9 +69,17 @@ class Comm {
 
   bootstrap::Bootstrap& bootstrap() { return *bootstrap_; }
 
+  /// Runs a collective (host communicators; GPU ones arrive with the GPU engine).
+  Status collective(const CollRequest& request);
+
+  /// Runs sends and receives together (one group's worth on this communicator).
+  Status p2p(const std::vector<P2pRequest>& requests);
+
  private:
   explicit Comm(const InitArgs& args);
   Status init(const bootstrap::UniqueIdBytes& id);
+  Status exchangePeerInfo();
+  Status failOnRemoteError(Status s);
   void runInit(const bootstrap::UniqueIdBytes& id);
 
   const int rank_;
@@ -84,6 +93,7 @@ class Comm {
   mutable std::mutex errorMu_;
   Status error_;  // why the comm failed (state kFailed)
 
+  std::unique_ptr<HostEngine> host_;  // host-memory communicators
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::thread initThread_;
 };

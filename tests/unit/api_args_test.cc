@@ -192,40 +192,41 @@ struct Coll {
   const char* name;
   const char* countName;
   bool hasOp, hasRoot, hasPeer, hasSend, hasRecv;
+  bool runs;  // the host engine runs it today (the others report "not available yet")
   std::function<braidResult_t(const void*, void*, size_t, braidDataType_t, braidRedOp_t, int, braidComm_t)> call;
 };
 
 std::vector<Coll> collectives() {
   return {
-      {"braidAllReduce", "'count'", true, false, false, true, true,
+      {"braidAllReduce", "'count'", true, false, false, true, true, true,
        [](const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t o, int, braidComm_t c) {
          return braidAllReduce(s, r, n, t, o, c, nullptr);
        }},
-      {"braidBroadcast", "'count'", false, true, false, true, true,
+      {"braidBroadcast", "'count'", false, true, false, true, true, true,
        [](const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t, int root, braidComm_t c) {
          return braidBroadcast(s, r, n, t, root, c, nullptr);
        }},
-      {"braidReduce", "'count'", true, true, false, true, true,
+      {"braidReduce", "'count'", true, true, false, true, true, true,
        [](const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t o, int root, braidComm_t c) {
          return braidReduce(s, r, n, t, o, root, c, nullptr);
        }},
-      {"braidAllGather", "'sendcount'", false, false, false, true, true,
+      {"braidAllGather", "'sendcount'", false, false, false, true, true, true,
        [](const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t, int, braidComm_t c) {
          return braidAllGather(s, r, n, t, c, nullptr);
        }},
-      {"braidReduceScatter", "'recvcount'", true, false, false, true, true,
+      {"braidReduceScatter", "'recvcount'", true, false, false, true, true, true,
        [](const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t o, int, braidComm_t c) {
          return braidReduceScatter(s, r, n, t, o, c, nullptr);
        }},
-      {"braidAllToAll", "'count'", false, false, false, true, true,
+      {"braidAllToAll", "'count'", false, false, false, true, true, true,
        [](const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t, int, braidComm_t c) {
          return braidAllToAll(s, r, n, t, c, nullptr);
        }},
-      {"braidSend", "'count'", false, false, true, true, false,
+      {"braidSend", "'count'", false, false, true, true, false, true,
        [](const void* s, void*, size_t n, braidDataType_t t, braidRedOp_t, int peer, braidComm_t c) {
          return braidSend(s, n, t, peer, c, nullptr);
        }},
-      {"braidRecv", "'count'", false, false, true, false, true,
+      {"braidRecv", "'count'", false, false, true, false, true, true,
        [](const void*, void* r, size_t n, braidDataType_t t, braidRedOp_t, int peer, braidComm_t c) {
          return braidRecv(r, n, t, peer, c, nullptr);
        }},
@@ -253,10 +254,19 @@ TEST_F(ApiArgs, EveryCollectiveChecksEveryArgument) {
       expectError(call(nullptr, b_, 4, braidFloat32, braidSum, 0, comm_), braidInvalidArgument, "'sendbuff'");
     if (c.hasRecv)
       expectError(call(a_, nullptr, 4, braidFloat32, braidSum, 0, comm_), braidInvalidArgument, "'recvbuff'");
-    // Valid arguments reach the (not yet built) engine, which says so.
-    expectError(call(a_, b_, 4, braidFloat32, braidSum, 0, comm_), braidInvalidUsage, "not available yet");
-    // Count 0 reads and writes nothing: null buffers are fine.
-    expectError(call(nullptr, nullptr, 0, braidFloat32, braidSum, 0, comm_), braidInvalidUsage, "not available yet");
+    if (c.runs) {
+      // Valid arguments run (one rank: the result is the input), and count 0 accepts null buffers.
+      // (braidSend to itself leaves its message queued; the braidRecv row, which comes next, takes it.)
+      EXPECT_EQ(call(a_, b_, 4, braidFloat32, braidSum, 0, comm_), braidSuccess) << braidGetLastError();
+      if (std::string(c.name) != "braidSend") {
+        EXPECT_EQ(b_[3], a_[3]);
+      }
+      b_[3] = 0;
+      EXPECT_EQ(call(nullptr, nullptr, 0, braidFloat32, braidSum, 0, comm_), braidSuccess) << braidGetLastError();
+    } else {
+      expectError(call(a_, b_, 4, braidFloat32, braidSum, 0, comm_), braidInvalidUsage, "not available yet");
+      expectError(call(nullptr, nullptr, 0, braidFloat32, braidSum, 0, comm_), braidInvalidUsage, "not available yet");
+    }
   }
 }
 

@@ -1,0 +1,80 @@
+// HostEngine: what a host-memory communicator needs to run collectives: its loopback endpoint
+// (registered so that thread-ranks of this process find it), the ring and trees, the FIFO
+// geometry, and the worker threads. One per Comm, made at init.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "algo/geometry.h"
+#include "braid/braid.h"
+#include "core/config.h"
+#include "core/status.h"
+#include "exec/host_executor.h"
+#include "transport/loopback.h"
+
+namespace braid::core {
+
+/// One collective call as the API received it.
+struct CollRequest {
+  algo::Coll coll = algo::Coll::kAllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;
+  braidDataType_t type = braidFloat32;
+  braidRedOp_t op = braidSum;
+  int root = 0;
+};
+
+/// One send or receive as the API received it (all-to-all becomes one of each per peer).
+struct P2pRequest {
+  bool isSend = true;
+  const void* buffer = nullptr;  // a receive writes through it
+  size_t count = 0;
+  braidDataType_t type = braidFloat32;
+  int peer = 0;
+  std::shared_ptr<void> keepAlive;  // a staging copy that must live until the call ran
+};
+
+class HostEngine {
+ public:
+  /// Registers this rank's endpoint; called before the bootstrap so peers find it once it completes.
+  HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig& config, const std::atomic<bool>* abort);
+  ~HostEngine();
+
+  /// After the bootstrap: `sameProcess[r]` says whether rank r is a thread of this process.
+  void setPeers(std::vector<bool> sameProcess) { sameProcess_ = std::move(sameProcess); }
+
+  /// Runs a collective on host buffers; returns when this rank's part is complete.
+  Status run(const CollRequest& request);
+
+  /// Runs a group's sends and receives of this rank together.
+  Status runP2p(const std::vector<P2pRequest>& requests);
+
+  /// The algorithm, channels and chunk a call of `bytes` gets (logged at TRACE).
+  algo::CallShape decide(const CollRequest& request) const;
+
+ private:
+  class Fifos;
+  Status checkPeersLocal() const;
+
+  const uint64_t commKey_;
+  const int rank_;
+  const int nranks_;
+  const CommConfig config_;
+  const std::atomic<bool>* abort_;
+  const int steps_;
+  const size_t chunkBytes_;
+  std::shared_ptr<transport::LoopbackEndpoint> endpoint_;
+  transport::LoopbackRegistration registration_;
+  algo::Geometry geometry_;
+  std::vector<bool> sameProcess_;
+  std::unique_ptr<Fifos> fifos_;
+  exec::WorkerPool pool_;
+  std::mutex callMu_;  // one call at a time on a communicator
+};
+
+}  // namespace braid::core

@@ -1,0 +1,132 @@
+#include "exec/host_prims.h"
+
+#include <cstring>
+
+#include "exec/host_reduce.h"
+
+namespace braid::exec {
+
+HostPrims::HostPrims(const HostCall& call, transport::HostFifo* const* recv, int nRecv,
+                     transport::HostFifo* const* send, int nSend)
+    : call_(call), nRecv_(nRecv), nSend_(nSend) {
+  for (int i = 0; i < nRecv; ++i) recv_[i] = recv[i];
+  for (int i = 0; i < nSend; ++i) send_[i] = send[i];
+}
+
+bool HostPrims::takeRecv(size_t bytes, const char** slots) {
+  for (int i = 0; i < nRecv_; ++i) {
+    size_t got = 0;
+    slots[i] = recv_[i]->waitReadable(&got, call_.stop());
+    if (slots[i] == nullptr || got != bytes) {
+      fail();
+      return false;
+    }
+  }
+  return true;
+}
+
+void HostPrims::releaseRecv() {
+  for (int i = 0; i < nRecv_; ++i) recv_[i]->release();
+}
+
+bool HostPrims::takeSend(char** slots) {
+  for (int i = 0; i < nSend_; ++i) {
+    slots[i] = send_[i]->waitWritable(call_.stop());
+    if (slots[i] == nullptr) {
+      fail();
+      return false;
+    }
+  }
+  return true;
+}
+
+void HostPrims::publishSend(char** slots, size_t bytes) {
+  for (int i = 1; i < nSend_; ++i) std::memcpy(slots[i], slots[0], bytes);
+  for (int i = 0; i < nSend_; ++i) send_[i]->publish(bytes);
+}
+
+void HostPrims::reduceInto(char* dst, const char** slots, size_t inOff, size_t n, bool post) {
+  reduceElems(dst, slots[0], in(inOff), n, call_.type, call_.op);
+  for (int i = 1; i < nRecv_; ++i) reduceElems(dst, dst, slots[i], n, call_.type, call_.op);
+  if (post) divideElems(dst, dst, n, call_.type, call_.nranks);
+}
+
+void HostPrims::send(size_t inOff, size_t n) {
+  char* slots[algo::kMaxPeers];
+  if (stopped() || !takeSend(slots)) return;
+  std::memcpy(slots[0], in(inOff), n * call_.elemSize);
+  publishSend(slots, n * call_.elemSize);
+}
+
+void HostPrims::copySend(size_t inOff, size_t outOff, size_t n) {
+  if (stopped()) return;
+  if (in(inOff) != out(outOff)) std::memcpy(out(outOff), in(inOff), n * call_.elemSize);
+  char* slots[algo::kMaxPeers];
+  if (!takeSend(slots)) return;
+  std::memcpy(slots[0], in(inOff), n * call_.elemSize);
+  publishSend(slots, n * call_.elemSize);
+}
+
+void HostPrims::recv(size_t outOff, size_t n) {
+  const char* slots[algo::kMaxPeers];
+  if (stopped() || !takeRecv(n * call_.elemSize, slots)) return;
+  std::memcpy(out(outOff), slots[0], n * call_.elemSize);
+  releaseRecv();
+}
+
+void HostPrims::recvCopySend(size_t outOff, size_t n) {
+  const char* rslots[algo::kMaxPeers];
+  char* sslots[algo::kMaxPeers];
+  size_t bytes = n * call_.elemSize;
+  if (stopped() || !takeRecv(bytes, rslots) || !takeSend(sslots)) return;
+  std::memcpy(out(outOff), rslots[0], bytes);
+  std::memcpy(sslots[0], rslots[0], bytes);
+  releaseRecv();
+  publishSend(sslots, bytes);
+}
+
+void HostPrims::recvReduceSend(size_t inOff, size_t n) {
+  const char* rslots[algo::kMaxPeers];
+  char* sslots[algo::kMaxPeers];
+  if (stopped() || !takeRecv(n * call_.elemSize, rslots) || !takeSend(sslots)) return;
+  reduceInto(sslots[0], rslots, inOff, n, false);
+  releaseRecv();
+  publishSend(sslots, n * call_.elemSize);
+}
+
+void HostPrims::recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool post) {
+  const char* rslots[algo::kMaxPeers];
+  if (stopped() || !takeRecv(n * call_.elemSize, rslots)) return;
+  reduceInto(out(outOff), rslots, inOff, n, post);
+  releaseRecv();
+}
+
+void HostPrims::recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool post) {
+  const char* rslots[algo::kMaxPeers];
+  char* sslots[algo::kMaxPeers];
+  size_t bytes = n * call_.elemSize;
+  if (stopped() || !takeRecv(bytes, rslots) || !takeSend(sslots)) return;
+  reduceInto(out(outOff), rslots, inOff, n, post);
+  releaseRecv();
+  std::memcpy(sslots[0], out(outOff), bytes);
+  publishSend(sslots, bytes);
+}
+
+void HostPrims::copy(size_t inOff, size_t outOff, size_t n, bool post) {
+  if (stopped()) return;
+  if (post) {
+    divideElems(out(outOff), in(inOff), n, call_.type, call_.nranks);
+  } else if (in(inOff) != out(outOff)) {
+    std::memcpy(out(outOff), in(inOff), n * call_.elemSize);
+  }
+}
+
+HostPrims HostBackend::open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId) {
+  transport::HostFifo* recv[algo::kMaxPeers] = {nullptr, nullptr};
+  transport::HostFifo* send[algo::kMaxPeers] = {nullptr, nullptr};
+  for (int i = 0; i < nRecv; ++i) recv[i] = fifos_.fifo(channel_, connId, recvPeers[i], call_.rank);
+  for (int i = 0; i < nSend; ++i) send[i] = fifos_.fifo(channel_, connId, call_.rank, sendPeers[i]);
+  return HostPrims(call_, recv, nRecv, send, nSend);
+}
+
+}  // namespace braid::exec

@@ -1,0 +1,88 @@
+// HostPrims: the Prims contract (algo/prims.h) on real data in host memory, over HostFifos.
+//
+// Every operation waits for its slots, moves or reduces `n` elements, and hands the slots on. A
+// reduce writes straight into its destination (the next rank's slot, or the output), so data is
+// read once and written once per hop. Once the communicator is aborted every wait returns at once
+// and the remaining operations do nothing; the backend then reports the abort.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "algo/prims.h"
+#include "braid/braid.h"
+#include "transport/host_fifo.h"
+
+namespace braid::exec {
+
+/// Finds the FIFO of a directed connection (src -> dst) of a channel.
+class FifoResolver {
+ public:
+  virtual ~FifoResolver() = default;
+  virtual transport::HostFifo* fifo(int channel, int connId, int src, int dst) = 0;
+};
+
+/// What one call's programs on one rank share.
+struct HostCall {
+  const char* input = nullptr;
+  char* output = nullptr;
+  size_t elemSize = 1;
+  braidDataType_t type = braidFloat32;
+  braidRedOp_t op = braidSum;
+  int nranks = 1;
+  int rank = 0;
+  const std::atomic<bool>* abort = nullptr;  // the communicator's
+  std::atomic<bool>* failed = nullptr;       // the call's: set by the lane that fails, stops the others
+
+  transport::StopFlags stop() const { return transport::StopFlags{abort, failed}; }
+};
+
+class HostPrims {
+ public:
+  HostPrims(const HostCall& call, transport::HostFifo* const* recv, int nRecv, transport::HostFifo* const* send,
+            int nSend);
+
+  void send(size_t in, size_t n);
+  void copySend(size_t in, size_t out, size_t n);
+  void recv(size_t out, size_t n);
+  void recvCopySend(size_t out, size_t n);
+  void recvReduceSend(size_t in, size_t n);
+  void recvReduceCopy(size_t in, size_t out, size_t n, bool post);
+  void recvReduceCopySend(size_t in, size_t out, size_t n, bool post);
+  void copy(size_t in, size_t out, size_t n, bool post);
+
+ private:
+  const char* in(size_t off) const { return call_.input + off * call_.elemSize; }
+  char* out(size_t off) const { return call_.output + off * call_.elemSize; }
+  // Waits for every receive slot; false (and failed) on abort or a size mismatch.
+  bool takeRecv(size_t bytes, const char** slots);
+  void releaseRecv();
+  // Waits for every send slot; false (and failed) on abort.
+  bool takeSend(char** slots);
+  void publishSend(char** slots, size_t bytes);
+  // dst = recv slots reduced with the input at `inOff`; then the post-op if asked.
+  void reduceInto(char* dst, const char** slots, size_t inOff, size_t n, bool post);
+
+  const HostCall& call_;
+  transport::HostFifo* recv_[algo::kMaxPeers] = {nullptr, nullptr};
+  transport::HostFifo* send_[algo::kMaxPeers] = {nullptr, nullptr};
+  int nRecv_;
+  int nSend_;
+  bool stopped() const { return call_.stop().raised(); }
+  void fail() { call_.failed->store(true, std::memory_order_release); }
+};
+
+/// The Backend an algorithm runs on for one (rank, channel) of a call.
+class HostBackend {
+ public:
+  HostBackend(const HostCall& call, FifoResolver& fifos, int channel) : call_(call), fifos_(fifos), channel_(channel) {}
+
+  HostPrims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId);
+
+ private:
+  const HostCall& call_;
+  FifoResolver& fifos_;
+  int channel_;
+};
+
+}  // namespace braid::exec

@@ -1,0 +1,53 @@
+#include "exec/worker_pool.h"
+
+namespace braid::exec {
+
+WorkerPool::~WorkerPool() {
+  for (auto& w : workers_) {
+    {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->stop = true;
+    }
+    w->cv.notify_all();
+    w->thread.join();
+  }
+}
+
+void WorkerPool::loop(Worker* w) {
+  std::unique_lock<std::mutex> lock(w->mu);
+  while (true) {
+    w->cv.wait(lock, [w] { return w->stop || w->task != nullptr; });
+    if (w->stop) return;
+    const std::function<void()>* task = w->task;
+    lock.unlock();
+    (*task)();
+    lock.lock();
+    w->task = nullptr;
+    w->done = true;
+    w->cv.notify_all();
+  }
+}
+
+void WorkerPool::runAll(const std::vector<std::function<void()>>& tasks) {
+  if (tasks.empty()) return;
+  while (workers_.size() + 1 < tasks.size()) {
+    auto w = std::make_unique<Worker>();
+    w->thread = std::thread(loop, w.get());
+    workers_.push_back(std::move(w));
+  }
+  for (size_t i = 1; i < tasks.size(); ++i) {
+    Worker* w = workers_[i - 1].get();
+    std::lock_guard<std::mutex> lock(w->mu);
+    w->task = &tasks[i];
+    w->done = false;
+    w->cv.notify_all();
+  }
+  tasks[0]();
+  for (size_t i = 1; i < tasks.size(); ++i) {
+    Worker* w = workers_[i - 1].get();
+    std::unique_lock<std::mutex> lock(w->mu);
+    w->cv.wait(lock, [w] { return w->done; });
+  }
+}
+
+}  // namespace braid::exec

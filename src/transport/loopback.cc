@@ -1,0 +1,50 @@
+#include "transport/loopback.h"
+
+namespace braid::transport {
+namespace {
+
+struct Table {
+  std::mutex mu;
+  std::map<std::pair<uint64_t, int>, std::shared_ptr<LoopbackEndpoint>> endpoints;
+};
+
+Table& table() {
+  static Table* t = new Table();  // never destroyed: communicators may outlive static destruction
+  return *t;
+}
+
+}  // namespace
+
+HostFifo* LoopbackEndpoint::incoming(int channel, int connId, int src) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& fifo = fifos_[{channel, connId, src}];
+  if (fifo == nullptr) fifo = std::make_unique<HostFifo>(slots_, slotBytes_);
+  return fifo.get();
+}
+
+void LoopbackEndpoint::wakeAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& kv : fifos_) kv.second->wakeAll();
+}
+
+LoopbackRegistration::LoopbackRegistration(uint64_t commKey, int rank, std::shared_ptr<LoopbackEndpoint> endpoint)
+    : commKey_(commKey), rank_(rank) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.endpoints[{commKey, rank}] = std::move(endpoint);
+}
+
+LoopbackRegistration::~LoopbackRegistration() {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.endpoints.erase({commKey_, rank_});
+}
+
+std::shared_ptr<LoopbackEndpoint> findLoopbackEndpoint(uint64_t commKey, int rank) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.endpoints.find({commKey, rank});
+  return it == t.endpoints.end() ? nullptr : it->second;
+}
+
+}  // namespace braid::transport

@@ -1,0 +1,54 @@
+// Loopback: the transport between ranks that are threads of one process.
+//
+// Each rank of a communicator owns an endpoint holding its incoming FIFOs, one per (channel,
+// connection id, source rank), made on first use by whichever side asks first. Endpoints are found
+// through a process-wide table keyed by (communicator id, rank), filled before the bootstrap
+// completes, so that a rank whose init returned finds every peer of its process already there.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "core/status.h"
+#include "transport/host_fifo.h"
+
+namespace braid::transport {
+
+class LoopbackEndpoint {
+ public:
+  LoopbackEndpoint(int slots, size_t slotBytes) : slots_(slots), slotBytes_(slotBytes) {}
+
+  /// The FIFO from `src` into this rank on (channel, connId).
+  HostFifo* incoming(int channel, int connId, int src);
+
+  /// Wakes every waiter on this rank's FIFOs (abort).
+  void wakeAll();
+
+ private:
+  const int slots_;
+  const size_t slotBytes_;
+  std::mutex mu_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<HostFifo>> fifos_;
+};
+
+/// Registers rank `rank` of communicator `commKey` in this process; unregisters when the returned
+/// handle is destroyed.
+class LoopbackRegistration {
+ public:
+  LoopbackRegistration(uint64_t commKey, int rank, std::shared_ptr<LoopbackEndpoint> endpoint);
+  ~LoopbackRegistration();
+  LoopbackRegistration(const LoopbackRegistration&) = delete;
+  LoopbackRegistration& operator=(const LoopbackRegistration&) = delete;
+
+ private:
+  uint64_t commKey_;
+  int rank_;
+};
+
+/// The endpoint of `rank` of `commKey` in this process, or null.
+std::shared_ptr<LoopbackEndpoint> findLoopbackEndpoint(uint64_t commKey, int rank);
+
+}  // namespace braid::transport

@@ -1,0 +1,280 @@
+// End-to-end collectives on host memory, ranks as threads of this process over the loopback
+// transport (Gloo-style sweep): rank counts x collectives x algorithms x types/ops x counts x
+// in/out-of-place, each result compared with a plain loop in this file. BRAID_CHUNK_BYTES is
+// shrunk so that multi-chunk pipelines and multi-round rings run on small inputs.
+#include <braid/braid.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/datatype.h"
+#include "exec/host_reduce.h"
+
+namespace {
+
+// ---- typed values through double --------------------------------------------------------------
+
+double decode(const void* p, braidDataType_t t) {
+  switch (t) {
+    case braidInt8: return *static_cast<const int8_t*>(p);
+    case braidUint8: return *static_cast<const uint8_t*>(p);
+    case braidInt32: return *static_cast<const int32_t*>(p);
+    case braidUint32: return *static_cast<const uint32_t*>(p);
+    case braidInt64: return static_cast<double>(*static_cast<const int64_t*>(p));
+    case braidUint64: return static_cast<double>(*static_cast<const uint64_t*>(p));
+    case braidFloat32: return *static_cast<const float*>(p);
+    case braidFloat64: return *static_cast<const double*>(p);
+    case braidFloat16: return braid::exec::halfToFloat(*static_cast<const uint16_t*>(p));
+    case braidBfloat16: return braid::exec::bf16ToFloat(*static_cast<const uint16_t*>(p));
+    case braidFloat8e4m3: return braid::exec::fp8e4m3ToFloat(*static_cast<const uint8_t*>(p));
+    case braidFloat8e5m2: return braid::exec::fp8e5m2ToFloat(*static_cast<const uint8_t*>(p));
+    default: return 0;
+  }
+}
+
+void encode(double v, void* p, braidDataType_t t) {
+  switch (t) {
+    case braidInt8: *static_cast<int8_t*>(p) = static_cast<int8_t>(static_cast<int64_t>(v)); break;
+    case braidUint8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
+    case braidInt32: *static_cast<int32_t*>(p) = static_cast<int32_t>(static_cast<int64_t>(v)); break;
+    case braidUint32: *static_cast<uint32_t*>(p) = static_cast<uint32_t>(static_cast<int64_t>(v)); break;
+    case braidInt64: *static_cast<int64_t*>(p) = static_cast<int64_t>(v); break;
+    case braidUint64: *static_cast<uint64_t*>(p) = static_cast<uint64_t>(static_cast<int64_t>(v)); break;
+    case braidFloat32: *static_cast<float*>(p) = static_cast<float>(v); break;
+    case braidFloat64: *static_cast<double*>(p) = v; break;
+    case braidFloat16: *static_cast<uint16_t*>(p) = braid::exec::floatToHalf(static_cast<float>(v)); break;
+    case braidBfloat16: *static_cast<uint16_t*>(p) = braid::exec::floatToBf16(static_cast<float>(v)); break;
+    case braidFloat8e4m3: *static_cast<uint8_t*>(p) = braid::exec::floatToFp8e4m3(static_cast<float>(v)); break;
+    case braidFloat8e5m2: *static_cast<uint8_t*>(p) = braid::exec::floatToFp8e5m2(static_cast<float>(v)); break;
+    default: break;
+  }
+}
+
+bool isInt(braidDataType_t t) { return t <= braidUint64; }
+
+// Inputs chosen so that every partial sum is exact in every float type but fp8, and products
+// stay +-1: the reduction order then cannot change the answer.
+// Unsigned types get the same values shifted to be non-negative (exact in double after wrapping).
+double inputValue(int rank, size_t i, braidDataType_t t, braidRedOp_t op) {
+  bool isUnsigned = t == braidUint8 || t == braidUint32 || t == braidUint64;
+  switch (op) {
+    case braidProd: return isUnsigned ? 1.0 + static_cast<double>((rank + i) % 2) : ((rank + i) % 3 == 0 ? -1.0 : 1.0);
+    case braidMax:
+    case braidMin: return static_cast<double>((rank * 13 + i * 7) % 31) - (isUnsigned ? 0 : 15);
+    default: return static_cast<double>((rank * 7 + i * 3) % 7) - (isUnsigned ? 0 : 3);
+  }
+}
+
+// The reference: op over ranks in double, or in wrapped 64-bit integers for integer types.
+double reference(const std::vector<double>& xs, braidDataType_t t, braidRedOp_t op) {
+  double r = xs[0];
+  for (size_t k = 1; k < xs.size(); ++k) {
+    double x = xs[k];
+    if (op == braidSum || op == braidAvg) r += x;
+    if (op == braidProd) r *= x;
+    if (op == braidMax) r = x > r ? x : r;
+    if (op == braidMin) r = x < r ? x : r;
+  }
+  if (op == braidAvg) {
+    if (!isInt(t)) return r / static_cast<double>(xs.size());
+    // Integer avg: the sum (exact here: no wraparound with these inputs) divided, truncated to zero.
+    return std::trunc(r / static_cast<double>(xs.size()));
+  }
+  return r;
+}
+
+// fp8 sums round at every hop and avg rounds a division; everything else must match exactly.
+double tolerance(braidDataType_t t, braidRedOp_t op, double ref, int n) {
+  double mag = std::fabs(ref) + 1;
+  if (t == braidFloat8e4m3) return (op == braidSum || op == braidAvg) ? 0.125 * mag * n : 0;
+  if (t == braidFloat8e5m2) return (op == braidSum || op == braidAvg) ? 0.25 * mag * n : 0;
+  if (op != braidAvg) return 0;
+  if (t == braidFloat16) return mag / 1024;
+  if (t == braidBfloat16) return mag / 128;
+  if (t == braidFloat32) return mag * 1e-6;
+  if (t == braidFloat64) return mag * 1e-14;
+  return 0;
+}
+
+// ---- ranks as threads --------------------------------------------------------------------------
+
+class ThreadComms {
+ public:
+  ThreadComms(int n, const char* algorithm) : comms_(n, nullptr) {
+    braidUniqueId id;
+    EXPECT_EQ(braidGetUniqueId(&id), braidSuccess);
+    std::vector<braidResult_t> rc(n);
+    run([&](int r) {
+      braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+      config.deviceKind = braidDeviceHost;
+      config.algorithm = algorithm;
+      rc[r] = braidCommInitRankConfig(&comms_[r], n, id, r, &config);
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(rc[r], braidSuccess) << "init rank " << r;
+  }
+  ~ThreadComms() {
+    for (braidComm_t c : comms_) braidCommDestroy(c);
+  }
+  int size() const { return static_cast<int>(comms_.size()); }
+  braidComm_t operator[](int r) const { return comms_[r]; }
+
+  void run(const std::function<void(int)>& fn) const {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size(); ++r) threads.emplace_back(fn, r);
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  std::vector<braidComm_t> comms_;
+};
+
+enum class C { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter };
+const char* name(C c) {
+  const char* names[] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
+  return names[static_cast<int>(c)];
+}
+
+struct TypeOp {
+  braidDataType_t type;
+  braidRedOp_t op;
+};
+
+// Runs one collective on every rank and checks every rank's output against the reference.
+void checkCollective(const ThreadComms& comms, C coll, TypeOp to, size_t count, bool inPlace, int root) {
+  const int n = comms.size();
+  const size_t es = braid::core::typeSize(to.type);
+  const size_t inElems = coll == C::kReduceScatter ? count * n : count;
+  const size_t outElems = coll == C::kAllGather ? count * n : count;
+  // Buffers start one byte into an allocation: collectives must not need aligned buffers.
+  std::vector<std::vector<char>> store(n, std::vector<char>(1 + (inElems + outElems + 1) * es, 0x5a));
+  std::vector<char*> in(n), out(n);
+  for (int r = 0; r < n; ++r) {
+    char* base = store[r].data() + 1;
+    out[r] = base;
+    // In place: the input is the output itself, or its own slot of it (all-gather), or the output is
+    // the rank's slot of the input (reduce-scatter).
+    in[r] = !inPlace ? base + outElems * es : coll == C::kAllGather ? base + r * count * es : base;
+    if (inPlace && coll == C::kReduceScatter) out[r] = base + r * count * es;
+    for (size_t i = 0; i < inElems; ++i) encode(inputValue(r, i, to.type, to.op), in[r] + i * es, to.type);
+  }
+  std::vector<std::vector<double>> inputs(n, std::vector<double>(inElems));  // what the ranks really hold
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < inElems; ++i) inputs[r][i] = decode(in[r] + i * es, to.type);
+  }
+  std::vector<braidResult_t> rc(n);
+  comms.run([&](int r) {
+    switch (coll) {
+      case C::kAllReduce: rc[r] = braidAllReduce(in[r], out[r], count, to.type, to.op, comms[r], nullptr); break;
+      case C::kBroadcast: rc[r] = braidBroadcast(in[r], out[r], count, to.type, root, comms[r], nullptr); break;
+      case C::kReduce: rc[r] = braidReduce(in[r], out[r], count, to.type, to.op, root, comms[r], nullptr); break;
+      case C::kAllGather: rc[r] = braidAllGather(in[r], out[r], count, to.type, comms[r], nullptr); break;
+      case C::kReduceScatter:
+        rc[r] = braidReduceScatter(in[r], out[r], count, to.type, to.op, comms[r], nullptr);
+        break;
+    }
+  });
+  for (int r = 0; r < n; ++r) ASSERT_EQ(rc[r], braidSuccess) << "rank " << r << ": " << braidGetLastError();
+  std::vector<double> xs(n);
+  for (int r = 0; r < n; ++r) {
+    if (coll == C::kReduce && r != root) continue;
+    for (size_t e = 0; e < outElems; ++e) {
+      double want = 0;
+      switch (coll) {
+        case C::kBroadcast: want = inputs[root][e]; break;
+        case C::kAllGather: want = inputs[e / count][e % count]; break;
+        default: {
+          size_t src = coll == C::kReduceScatter ? r * count + e : e;
+          for (int q = 0; q < n; ++q) xs[q] = inputs[q][src];
+          want = reference(xs, to.type, to.op);
+        }
+      }
+      // Round the exact answer into the type the way a single final store would.
+      char buf[8];
+      encode(want, buf, to.type);
+      double wantTyped = decode(buf, to.type);
+      double got = decode(out[r] + e * es, to.type);
+      double tol = tolerance(to.type, to.op, wantTyped, n);
+      ASSERT_LE(std::fabs(got - wantTyped), tol)
+          << name(coll) << " " << braid::core::typeName(to.type) << " " << braid::core::opName(to.op) << " n=" << n
+          << " count=" << count << (inPlace ? " in-place" : " out-of-place") << " root=" << root << ": rank " << r
+          << " element " << e << " got " << got << " want " << wantTyped;
+    }
+  }
+}
+
+const TypeOp kTypeOps[] = {
+    {braidFloat32, braidSum},  {braidFloat32, braidProd}, {braidFloat32, braidMax},    {braidFloat32, braidMin},
+    {braidFloat32, braidAvg},  {braidFloat64, braidSum},  {braidInt32, braidSum},      {braidInt32, braidMax},
+    {braidInt8, braidMin},     {braidInt64, braidAvg},    {braidUint8, braidSum},      {braidUint64, braidSum},
+    {braidInt64, braidProd},   {braidUint32, braidMax},   {braidFloat16, braidSum},    {braidFloat16, braidAvg},
+    {braidBfloat16, braidSum}, {braidBfloat16, braidMin}, {braidFloat8e4m3, braidSum}, {braidFloat8e5m2, braidMax},
+};
+
+struct Param {
+  int nranks;
+  const char* algorithm;  // config.algorithm: which all-reduce algorithm runs
+};
+
+class HostCollectives : public ::testing::TestWithParam<Param> {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("BRAID_CHUNK_BYTES", "64", 1);  // 64-byte slots: pipelines of many chunks on small inputs
+    setenv("BRAID_STEPS", "2", 1);         // the smallest FIFO that can work: the hardest schedule
+  }
+  static void TearDownTestSuite() {
+    unsetenv("BRAID_CHUNK_BYTES");
+    unsetenv("BRAID_STEPS");
+  }
+};
+
+TEST_P(HostCollectives, MatchThePlainLoop) {
+  const Param p = GetParam();
+  ThreadComms comms(p.nranks, p.algorithm);
+  const bool ringOnly = std::string(p.algorithm) == "ring";
+  for (C coll : {C::kAllReduce, C::kBroadcast, C::kReduce, C::kAllGather, C::kReduceScatter}) {
+    if (!ringOnly && coll != C::kAllReduce) continue;  // trees implement all-reduce only
+    for (const TypeOp& to : kTypeOps) {
+      bool reduces = coll != C::kBroadcast && coll != C::kAllGather;
+      if (!reduces && to.op != braidSum) continue;  // the op does not matter to data movement
+      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}}) {
+        for (bool inPlace : {false, true}) {
+          for (int root : {0, p.nranks - 1}) {
+            bool rooted = coll == C::kBroadcast || coll == C::kReduce;
+            if (!rooted && root != 0) continue;
+            checkCollective(comms, coll, to, count, inPlace, root);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, HostCollectives,
+                         ::testing::Values(Param{1, "ring"}, Param{2, "ring"}, Param{3, "ring"}, Param{4, "ring"},
+                                           Param{5, "ring"}, Param{7, "ring"}, Param{8, "ring"}, Param{13, "ring"},
+                                           Param{16, "ring"}, Param{1, "tree"}, Param{2, "tree"}, Param{5, "tree"},
+                                           Param{8, "tree"}, Param{13, "tree"}, Param{2, "dbtree"}, Param{3, "dbtree"},
+                                           Param{7, "dbtree"}, Param{16, "dbtree"}),
+                         [](const ::testing::TestParamInfo<Param>& pi) {
+                           return std::string(pi.param.algorithm) + "_" + std::to_string(pi.param.nranks);
+                         });
+
+// One large count per collective (a million-plus elements: rounds, channels and ragged tails at
+// the real chunk size).
+TEST(HostCollectivesLarge, MillionPlusThree) {
+  ThreadComms comms(3, "ring");
+  for (C coll : {C::kAllReduce, C::kBroadcast, C::kReduce, C::kAllGather, C::kReduceScatter}) {
+    checkCollective(comms, coll, TypeOp{braidFloat32, braidSum}, (size_t{1} << 20) + 3, false, 1);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
