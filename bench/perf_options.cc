@@ -1,0 +1,146 @@
+#include "perf_options.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/datatype.h"
+
+namespace braid::perf {
+namespace {
+
+const char* kUsage =
+    "usage: braid-perf [options]\n"
+    "  -C coll    allreduce (default), broadcast, reduce, allgather, reducescatter, alltoall, sendrecv\n"
+    "  -b bytes   smallest size (K, M, G suffixes)      -e bytes   largest size\n"
+    "  -f factor  multiply the size by this per step     -i bytes   add this per step (without -f)\n"
+    "  -o op      sum, prod, max, min, avg, or all       -d type    float, double, half, bfloat16, int8,\n"
+    "                                                               uint8, int32, uint32, int64, uint64,\n"
+    "                                                               fp8e4m3, fp8e5m2\n"
+    "  -n iters   timed iterations (20)                  -w iters   warm-up iterations (5)\n"
+    "  -c 0|1     check results (1)                      -a 0..3    time of rank 0, mean, min, max (1)\n"
+    "  -z 0|1     blocking calls (1)                     -r root    root of broadcast/reduce (0)\n"
+    "  -t n       ranks as threads of this process (1)   -g n       GPUs per thread (not available yet)\n"
+    "  -J file    also write the results as JSON\n";
+
+bool parseBytes(const char* s, size_t* out) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end == s || v < 0) return false;
+  double mult = 1;
+  if (*end == 'K' || *end == 'k')
+    mult = 1024, ++end;
+  else if (*end == 'M' || *end == 'm')
+    mult = 1024.0 * 1024, ++end;
+  else if (*end == 'G' || *end == 'g')
+    mult = 1024.0 * 1024 * 1024, ++end;
+  if (*end != '\0') return false;
+  *out = static_cast<size_t>(v * mult);
+  return true;
+}
+
+bool parseInt(const char* s, int lo, int hi, int* out) {
+  char* end = nullptr;
+  long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+struct Named {
+  const char* name;
+  int value;
+};
+
+bool lookup(const char* s, const Named* table, int n, int* out) {
+  for (int i = 0; i < n; ++i) {
+    if (std::strcmp(s, table[i].name) == 0) {
+      *out = table[i].value;
+      return true;
+    }
+  }
+  return false;
+}
+
+const Named kColls[] = {{"allreduce", 0},     {"broadcast", 1}, {"reduce", 2},  {"allgather", 3},
+                        {"reducescatter", 4}, {"alltoall", 5},  {"sendrecv", 6}};
+const Named kOps[] = {{"sum", braidSum}, {"prod", braidProd}, {"max", braidMax},
+                      {"min", braidMin}, {"avg", braidAvg},   {"all", -1}};
+const Named kTypes[] = {{"float", braidFloat32},     {"double", braidFloat64},     {"half", braidFloat16},
+                        {"bfloat16", braidBfloat16}, {"int8", braidInt8},          {"uint8", braidUint8},
+                        {"int32", braidInt32},       {"uint32", braidUint32},      {"int64", braidInt64},
+                        {"uint64", braidUint64},     {"fp8e4m3", braidFloat8e4m3}, {"fp8e5m2", braidFloat8e5m2}};
+
+}  // namespace
+
+bool parseOptions(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const char* flag = argv[i];
+    if (std::strlen(flag) != 2 || flag[0] != '-' || i + 1 >= argc) {
+      std::fprintf(stderr, "braid-perf: bad or incomplete option '%s'\n%s", flag, kUsage);
+      return false;
+    }
+    const char* v = argv[++i];
+    int n = 0;
+    bool ok = true;
+    switch (flag[1]) {
+      case 'C': ok = lookup(v, kColls, 7, &n), o->coll = static_cast<Coll>(n); break;
+      case 'b': ok = parseBytes(v, &o->minBytes); break;
+      case 'e': ok = parseBytes(v, &o->maxBytes); break;
+      case 'f': ok = (o->stepFactor = std::atof(v)) > 1, o->useFactor = true; break;
+      case 'i': ok = parseBytes(v, &o->stepBytes) && o->stepBytes > 0; break;
+      case 'o': ok = lookup(v, kOps, 6, &o->opIndex); break;
+      case 'd': ok = lookup(v, kTypes, 12, &n), o->type = static_cast<braidDataType_t>(n); break;
+      case 'n': ok = parseInt(v, 1, 1 << 30, &o->iters); break;
+      case 'w': ok = parseInt(v, 0, 1 << 30, &o->warmup); break;
+      case 'c': ok = parseInt(v, 0, 1, &n), o->check = n == 1; break;
+      case 'a': ok = parseInt(v, 0, 3, &o->average); break;
+      case 'z': ok = parseInt(v, 0, 1, &n), o->blocking = n == 1; break;
+      case 't': ok = parseInt(v, 1, 1024, &o->threads); break;
+      case 'g': ok = parseInt(v, 0, 64, &o->gpus); break;
+      case 'r': ok = parseInt(v, 0, 1 << 20, &o->root); break;
+      case 'J': o->json = v; break;
+      default: ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "braid-perf: bad value '%s' for %s\n%s", v, flag, kUsage);
+      return false;
+    }
+  }
+  if (o->maxBytes < o->minBytes) {
+    std::fprintf(stderr, "braid-perf: -e (%zu) is smaller than -b (%zu)\n", o->maxBytes, o->minBytes);
+    return false;
+  }
+  if (o->root >= o->threads) {
+    std::fprintf(stderr, "braid-perf: root %d is not a rank (there are %d)\n", o->root, o->threads);
+    return false;
+  }
+  return true;
+}
+
+const char* collName(Coll c) {
+  for (const Named& n : kColls) {
+    if (n.value == static_cast<int>(c)) return n.name;
+  }
+  return "?";
+}
+
+double busFactor(Coll c, int n) {
+  switch (c) {
+    case Coll::kAllReduce: return 2.0 * (n - 1) / n;
+    case Coll::kAllGather:
+    case Coll::kReduceScatter:
+    case Coll::kAllToAll: return static_cast<double>(n - 1) / n;
+    default: return 1;
+  }
+}
+
+size_t countFor(Coll c, size_t bytes, size_t typeSize, int n) {
+  size_t elems = bytes / typeSize;
+  // all-gather and reduce-scatter sizes are the whole (gathered or scattered) buffer; all-to-all's
+  // is one rank's send buffer, cut into n blocks.
+  if (c == Coll::kAllGather || c == Coll::kReduceScatter || c == Coll::kAllToAll) return elems / n;
+  return elems;
+}
+
+}  // namespace braid::perf

@@ -1,0 +1,42 @@
+// braid-perf's command line: nccl-tests' options where they exist, braid's own otherwise.
+#pragma once
+
+#include <braid/braid.h>
+
+#include <cstddef>
+#include <string>
+
+namespace braid::perf {
+
+enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+
+struct Options {
+  Coll coll = Coll::kAllReduce;
+  size_t minBytes = 32 * 1024 * 1024;  // -b
+  size_t maxBytes = 32 * 1024 * 1024;  // -e
+  double stepFactor = 1;               // -f (used when > 1)
+  size_t stepBytes = 1024 * 1024;      // -i (used when -f is not given)
+  bool useFactor = false;
+  int opIndex = braidSum;               // -o, or -1 for all ops
+  braidDataType_t type = braidFloat32;  // -d
+  int iters = 20;                       // -n
+  int warmup = 5;                       // -w
+  bool check = true;                    // -c
+  int average = 1;                      // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks
+  bool blocking = true;                 // -z 1: wait for each call (host calls always complete before returning)
+  int threads = 1;                      // -t: ranks as threads of this process
+  int gpus = 0;                         // -g: GPUs per thread (the GPU engine is not available yet)
+  int root = 0;                         // -r
+  std::string json;                     // -J file
+};
+
+/// Parses argv; on error prints usage to stderr and returns false.
+bool parseOptions(int argc, char** argv, Options* out);
+
+const char* collName(Coll c);
+/// busbw = algbw x this (the nccl-tests convention).
+double busFactor(Coll c, int nranks);
+/// Elements per rank for a "size" of `bytes`, as nccl-tests counts them.
+size_t countFor(Coll c, size_t bytes, size_t typeSize, int nranks);
+
+}  // namespace braid::perf
