@@ -20,8 +20,10 @@ const char* kUsage =
     "  -n iters   timed iterations (20)                  -w iters   warm-up iterations (5)\n"
     "  -c 0|1     check results (1)                      -a 0..3    time of rank 0, mean, min, max (1)\n"
     "  -z 0|1     blocking calls (1)                     -r root    root of broadcast/reduce (0)\n"
-    "  -t n       ranks as threads of this process (1)   -g n       GPUs per thread (not available yet)\n"
-    "  -J file    also write the results as JSON\n";
+    "  -t n       ranks as threads of each process (1)   -g n       GPUs per thread (not available yet)\n"
+    "  -p n       fork n processes on this host (1)      -J file    also write the results as JSON\n"
+    "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
+    "variables (docs/bootstrap.md); with mpirun pass -x BRAID_COMM_ID=host:port.\n";
 
 bool parseBytes(const char* s, size_t* out) {
   char* end = nullptr;
@@ -97,6 +99,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
       case 'a': ok = parseInt(v, 0, 3, &o->average); break;
       case 'z': ok = parseInt(v, 0, 1, &n), o->blocking = n == 1; break;
       case 't': ok = parseInt(v, 1, 1024, &o->threads); break;
+      case 'p': ok = parseInt(v, 1, 1024, &o->processes); break;
       case 'g': ok = parseInt(v, 0, 64, &o->gpus); break;
       case 'r': ok = parseInt(v, 0, 1 << 20, &o->root); break;
       case 'J': o->json = v; break;
@@ -111,10 +114,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "braid-perf: -e (%zu) is smaller than -b (%zu)\n", o->maxBytes, o->minBytes);
     return false;
   }
-  if (o->root >= o->threads) {
-    std::fprintf(stderr, "braid-perf: root %d is not a rank (there are %d)\n", o->root, o->threads);
-    return false;
-  }
+
   return true;
 }
 

@@ -24,7 +24,8 @@ struct Options {
   bool check = true;                    // -c
   int average = 1;                      // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks
   bool blocking = true;                 // -z 1: wait for each call (host calls always complete before returning)
-  int threads = 1;                      // -t: ranks as threads of this process
+  int threads = 1;                      // -t: ranks as threads of each process
+  int processes = 1;                    // -p: processes forked by braid-perf (each with -t threads)
   int gpus = 0;                         // -g: GPUs per thread (the GPU engine is not available yet)
   int root = 0;                         // -r
   std::string json;                     // -J file

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/call_check.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "exec/cuda_device.h"
@@ -41,7 +42,8 @@ Status resolveDevice(DeviceKind kind, int requested, int* device) {
   return exec::cudaSelectDevice(requested);
 }
 
-Comm::Comm(const InitArgs& args) : rank_(args.rank), nranks_(args.nranks), config_(args.config) {
+Comm::Comm(const InitArgs& args)
+    : rank_(args.rank), nranks_(args.nranks), config_(args.config), checkCalls_(param::getInt(param::Id::kCheck) != 0) {
   idHash_ = hashBytes(args.id.bytes, sizeof(args.id.bytes));
 }
 
@@ -110,10 +112,12 @@ Status Comm::exchangePeerInfo() {
   std::vector<PeerInfo> peers(nranks_);
   peers[rank_] = {static_cast<int64_t>(getpid()), hashBytes(name, std::strlen(name))};
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
-  std::vector<bool> sameProcess(nranks_);
-  for (int r = 0; r < nranks_; ++r)
-    sameProcess[r] = peers[r].pid == peers[rank_].pid && peers[r].host == peers[rank_].host;
-  if (host_ != nullptr) host_->setPeers(std::move(sameProcess));
+  std::vector<bool> sameProcess(nranks_), sameHost(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    sameHost[r] = peers[r].host == peers[rank_].host;
+    sameProcess[r] = sameHost[r] && peers[r].pid == peers[rank_].pid;
+  }
+  if (host_ != nullptr) host_->setPeers(std::move(sameProcess), std::move(sameHost));
   return Status::ok();
 }
 
@@ -123,6 +127,11 @@ Status Comm::collective(const CollRequest& request) {
     return invalidUsage(
         "collectives on CUDA device memory are not available yet; use a host communicator "
         "(config deviceKind = braidDeviceHost or BRAID_DEVICE=cpu)");
+  }
+  std::unique_lock<std::mutex> checked(checkMu_, std::defer_lock);
+  if (checkCalls_) {
+    checked.lock();
+    BRAID_RETURN_IF_ERROR(checkCollective(*bootstrap_, request, ++callSeq_));
   }
   if (request.count == 0) return Status::ok();
   return failOnRemoteError(host_->run(request));
@@ -143,6 +152,11 @@ Status Comm::p2p(const std::vector<P2pRequest>& requests) {
   BRAID_RETURN_IF_ERROR(checkUsable());
   if (host_ == nullptr) {
     return invalidUsage("send/recv on CUDA device memory is not available yet; use a host communicator");
+  }
+  std::unique_lock<std::mutex> checked(checkMu_, std::defer_lock);
+  if (checkCalls_) {
+    checked.lock();
+    BRAID_RETURN_IF_ERROR(checkSendRecv(*bootstrap_, requests, ++callSeq_));
   }
   return failOnRemoteError(host_->runP2p(requests));
 }

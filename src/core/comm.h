@@ -93,6 +93,14 @@ class Comm {
   mutable std::mutex errorMu_;
   Status error_;  // why the comm failed (state kFailed)
 
+  // BRAID_CHECK, read when the Comm is made: each call is compared across ranks before it runs
+  // (core/call_check.h). Checked calls hold checkMu_ from the exchange to the end of the run: the
+  // bootstrap takes one caller at a time, and a rank runs its calls in the order it checked them.
+  // callSeq_ numbers them.
+  const bool checkCalls_;
+  std::mutex checkMu_;
+  uint64_t callSeq_ = 0;
+
   std::unique_ptr<HostEngine> host_;  // host-memory communicators
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::thread initThread_;

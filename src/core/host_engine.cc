@@ -10,27 +10,56 @@
 
 namespace braid::core {
 
-// Resolves (channel, conn, src, dst) to the receiver's FIFO, caching the lookups of this rank.
+// Resolves (channel, conn, src, dst) to the receiver's FIFO: the peer's loopback endpoint when it
+// is a thread of this process, a shared-memory segment when it is another process of this host.
+// Lookups are cached; a segment that cannot be made is remembered as the error of the call.
 class HostEngine::Fifos : public exec::FifoResolver {
  public:
-  explicit Fifos(uint64_t commKey) : commKey_(commKey) {}
+  Fifos(const HostEngine& engine) : engine_(engine) {}
+
   transport::HostFifo* fifo(int channel, int connId, int src, int dst) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto key = std::make_tuple(channel, connId, src, dst);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    auto endpoint = transport::findLoopbackEndpoint(commKey_, dst);
-    transport::HostFifo* f = endpoint ? endpoint->incoming(channel, connId, src) : nullptr;
-    endpoints_.push_back(endpoint);  // keep it alive while cached
+    int peer = src == engine_.rank_ ? dst : src;
+    transport::HostFifo* f = nullptr;
+    if (engine_.sameProcess_[peer]) {
+      auto endpoint = transport::findLoopbackEndpoint(engine_.commKey_, dst);
+      if (endpoint) f = endpoint->incoming(channel, connId, src);
+      endpoints_.push_back(endpoint);  // keep it alive while cached
+    } else {
+      std::unique_ptr<transport::ShmFifoSegment> seg;
+      std::string name = transport::ShmFifoSegment::nameFor(engine_.commKey_, src, dst, channel, connId);
+      Status st =
+          transport::ShmFifoSegment::attach(name, engine_.steps_, engine_.chunkBytes_, engine_.config_.timeoutMs,
+                                            transport::StopFlags{engine_.abort_, nullptr}, &seg);
+      if (!st.isOk()) {
+        error_ = st.withContext("connection " + std::to_string(src) + "->" + std::to_string(dst));
+        return nullptr;  // not cached: a later call tries again
+      }
+      f = &seg->fifo();
+      segments_.push_back(std::move(seg));
+    }
     cache_.emplace(key, f);
     return f;
   }
 
+  /// The error of the last connection that could not be made (cleared by the call).
+  Status takeError() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Status s = error_;
+    error_ = Status::ok();
+    return s;
+  }
+
  private:
-  uint64_t commKey_;
+  const HostEngine& engine_;
   std::mutex mu_;
   std::map<std::tuple<int, int, int, int>, transport::HostFifo*> cache_;
   std::vector<std::shared_ptr<transport::LoopbackEndpoint>> endpoints_;
+  std::vector<std::unique_ptr<transport::ShmFifoSegment>> segments_;
+  Status error_;
 };
 
 namespace {
@@ -72,7 +101,12 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       endpoint_(std::make_shared<transport::LoopbackEndpoint>(steps_, chunkBytes_)),
       registration_(commKey, rank, endpoint_),
       geometry_(algo::defaultGeometry(nranks)),
-      fifos_(std::make_unique<Fifos>(commKey)) {}
+      fifos_(std::make_unique<Fifos>(*this)) {}
+
+void HostEngine::setPeers(std::vector<bool> sameProcess, std::vector<bool> sameHost) {
+  sameProcess_ = std::move(sameProcess);
+  sameHost_ = std::move(sameHost);
+}
 
 HostEngine::~HostEngine() = default;
 
@@ -92,19 +126,19 @@ algo::CallShape HostEngine::decide(const CollRequest& r) const {
   return call;
 }
 
-Status HostEngine::checkPeersLocal() const {
+Status HostEngine::checkPeersReachable() const {
   for (int peer = 0; peer < nranks_; ++peer) {
-    if (!sameProcess_[peer]) {
+    if (!sameHost_[peer]) {
       return invalidUsage("rank " + std::to_string(peer) +
-                          " is in another process: host collectives between processes need the shared-memory and "
-                          "socket transports, which are not available yet");
+                          " is on another host: host collectives between hosts need the socket transport, which is "
+                          "not available yet");
     }
   }
   return Status::ok();
 }
 
 Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
-  BRAID_RETURN_IF_ERROR(checkPeersLocal());
+  BRAID_RETURN_IF_ERROR(checkPeersReachable());
   // Messages are moved as bytes, at offsets from the lowest send and the lowest receive address.
   uintptr_t sendBase = UINTPTR_MAX, recvBase = UINTPTR_MAX;
   for (const P2pRequest& r : requests) {
@@ -133,11 +167,13 @@ Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
   host.nranks = nranks_;
   host.rank = rank_;
   host.abort = abort_;
-  return exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, *fifos_, pool_);
+  Status s = exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, *fifos_, pool_);
+  Status connect = fifos_->takeError();
+  return connect.isOk() ? s : connect;
 }
 
 Status HostEngine::run(const CollRequest& r) {
-  BRAID_RETURN_IF_ERROR(checkPeersLocal());
+  BRAID_RETURN_IF_ERROR(checkPeersReachable());
   std::lock_guard<std::mutex> lock(callMu_);
   algo::CallShape call = decide(r);
   BRAID_TRACE(log::Subsys::kColl, algo::collName(call.coll), " count ", call.count, " ", typeName(r.type), " ",
@@ -152,7 +188,9 @@ Status HostEngine::run(const CollRequest& r) {
   host.nranks = nranks_;
   host.rank = rank_;
   host.abort = abort_;
-  return exec::runHostCall(geometry_, call, host, *fifos_, pool_);
+  Status s = exec::runHostCall(geometry_, call, host, *fifos_, pool_);
+  Status connect = fifos_->takeError();
+  return connect.isOk() ? s : connect;
 }
 
 }  // namespace braid::core

@@ -1,6 +1,7 @@
 // HostEngine: what a host-memory communicator needs to run collectives: its loopback endpoint
-// (registered so that thread-ranks of this process find it), the ring and trees, the FIFO
-// geometry, and the worker threads. One per Comm, made at init.
+// (registered so that thread-ranks of this process find it), the shared-memory FIFOs to ranks in
+// other processes of this host (made on first use), the ring and trees, the FIFO geometry, and the
+// worker threads. One per Comm, made at init.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include "core/status.h"
 #include "exec/host_executor.h"
 #include "transport/loopback.h"
+#include "transport/shm_segment.h"
 
 namespace braid::core {
 
@@ -45,8 +47,9 @@ class HostEngine {
   HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig& config, const std::atomic<bool>* abort);
   ~HostEngine();
 
-  /// After the bootstrap: `sameProcess[r]` says whether rank r is a thread of this process.
-  void setPeers(std::vector<bool> sameProcess) { sameProcess_ = std::move(sameProcess); }
+  /// After the bootstrap: whether each rank is a thread of this process, and whether it runs on
+  /// this host. They choose the transport: loopback, shared memory (sockets: not available yet).
+  void setPeers(std::vector<bool> sameProcess, std::vector<bool> sameHost);
 
   /// Runs a collective on host buffers; returns when this rank's part is complete.
   Status run(const CollRequest& request);
@@ -59,7 +62,7 @@ class HostEngine {
 
  private:
   class Fifos;
-  Status checkPeersLocal() const;
+  Status checkPeersReachable() const;
 
   const uint64_t commKey_;
   const int rank_;
@@ -72,6 +75,7 @@ class HostEngine {
   transport::LoopbackRegistration registration_;
   algo::Geometry geometry_;
   std::vector<bool> sameProcess_;
+  std::vector<bool> sameHost_;
   std::unique_ptr<Fifos> fifos_;
   exec::WorkerPool pool_;
   std::mutex callMu_;  // one call at a time on a communicator

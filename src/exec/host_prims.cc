@@ -16,7 +16,7 @@ HostPrims::HostPrims(const HostCall& call, transport::HostFifo* const* recv, int
 bool HostPrims::takeRecv(size_t bytes, const char** slots) {
   for (int i = 0; i < nRecv_; ++i) {
     size_t got = 0;
-    slots[i] = recv_[i]->waitReadable(&got, call_.stop());
+    slots[i] = recv_[i] == nullptr ? nullptr : recv_[i]->waitReadable(&got, call_.stop());
     if (slots[i] == nullptr || got != bytes) {
       fail();
       return false;
@@ -31,7 +31,7 @@ void HostPrims::releaseRecv() {
 
 bool HostPrims::takeSend(char** slots) {
   for (int i = 0; i < nSend_; ++i) {
-    slots[i] = send_[i]->waitWritable(call_.stop());
+    slots[i] = send_[i] == nullptr ? nullptr : send_[i]->waitWritable(call_.stop());
     if (slots[i] == nullptr) {
       fail();
       return false;

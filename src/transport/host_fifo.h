@@ -6,9 +6,13 @@
 //
 // The producer fills slot (tail % S) when tail - head < S, then publishes it by advancing tail;
 // the consumer reads slot (head % S) when head < tail, then frees it by advancing head. Each
-// counter is written by one side only (release) and read by the other (acquire). A waiting side
-// spins briefly, then sleeps on a condition variable until the other side moves or the
-// communicator is aborted.
+// counter is written by one side only (release) and read by the other (acquire).
+//
+// The counters, slot sizes and slots live in one block (FifoBlock below, then the data), either
+// on this process's heap (loopback: both sides share the HostFifo object) or in a shared-memory
+// segment mapped by two processes (each side has its own HostFifo over the same block). A waiting
+// side spins briefly, then sleeps: on a condition variable within a process, in short growing naps
+// across processes (a condition variable cannot be shared between them).
 #pragma once
 
 #include <atomic>
@@ -17,11 +21,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <vector>
 
 #include "core/status.h"
 
 namespace braid::transport {
+
+constexpr int kMaxSteps = 64;
 
 /// What ends a wait early: the communicator's abort, or a failure of the call in another lane.
 struct StopFlags {
@@ -33,9 +38,23 @@ struct StopFlags {
   }
 };
 
+/// The shared part of a FIFO, at the start of its block; the slots follow it.
+struct FifoBlock {
+  alignas(64) std::atomic<uint64_t> head;
+  alignas(64) std::atomic<uint64_t> tail;
+  alignas(64) uint64_t sizes[kMaxSteps];
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "FIFO counters must work across processes");
+
 class HostFifo {
  public:
+  /// Bytes of a block for `slots` slots of `slotBytes`.
+  static size_t blockBytes(int slots, size_t slotBytes);
+
+  /// A FIFO on this process's heap, shared by threads.
   HostFifo(int slots, size_t slotBytes);
+  /// A FIFO over `block` (zero-initialised by its creator), shared with another process.
+  HostFifo(void* block, int slots, size_t slotBytes);
 
   int slots() const { return slots_; }
   size_t slotBytes() const { return slotBytes_; }
@@ -50,20 +69,21 @@ class HostFifo {
   /// Frees the slot from waitReadable.
   void release();
 
-  /// Wakes every waiter (abort).
+  /// Wakes every waiter of this process (abort).
   void wakeAll();
 
  private:
   void notify();
   template <class Ready>
   bool wait(Ready ready, const StopFlags& stop);
+  char* slot(uint64_t counter) const { return data_ + (counter % slots_) * slotBytes_; }
 
   const int slots_;
   const size_t slotBytes_;
-  std::unique_ptr<char[]> data_;
-  std::vector<size_t> sizes_;
-  alignas(64) std::atomic<uint64_t> head_{0};
-  alignas(64) std::atomic<uint64_t> tail_{0};
+  const bool crossProcess_;
+  std::unique_ptr<char[]> owned_;  // heap block (loopback)
+  FifoBlock* block_;
+  char* data_;
   std::atomic<int> sleepers_{0};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -141,6 +141,20 @@ TEST(Failures, DeadPeerIsNamedNotWaitedFor) {
   EXPECT_TRUE(named) << "no survivor named rank 1";
 }
 
+// Every collective between processes over shared memory, 64-byte chunks so that pipelines run
+// many steps; each worker also checks that no segment of its communicator is left in /dev/shm.
+class SharedMemory : public ::testing::TestWithParam<int> {};
+
+TEST_P(SharedMemory, EveryCollectiveAcrossProcesses) {
+  int n = GetParam();
+  std::vector<Report> reports =
+      runRanks(n, allRanks(n), "coll", {"BRAID_CHUNK_BYTES=64", "BRAID_DEVICE=cpu", "BRAID_BOOTSTRAP_TIMEOUT=20"});
+  ASSERT_EQ(reports.size(), static_cast<size_t>(n));
+  for (const Report& r : reports) EXPECT_TRUE(r.ok()) << r.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, SharedMemory, ::testing::Values(1, 2, 3, 4));
+
 TEST(Split, EvenAndOddHalves) {
   for (int n : {2, 5}) {
     std::vector<Report> reports = runRanks(n, allRanks(n), "split", {});

@@ -5,17 +5,23 @@
 //   braid_mp_worker split   init from the id, split into even and odd ranks, exercise the halves
 //   braid_mp_worker die     init from the id; rank BRAID_TEST_VICTIM exits at once, the others
 //                           enter a barrier and report what it gave them
+//   braid_mp_worker coll    init from the id (host memory), run every collective and a send/recv
+//                           ring over shared memory, check each result against a plain loop, and
+//                           check that no shared-memory segment of the communicator is left
 //
 // After init it exercises the bootstrap (all-gather, barrier, tagged ring send/recv, checked against
 // values each rank can compute for every other) and prints one line:
 //   RESULT rank=<r> nranks=<n> code=<braidResult_t> init_ns=<start>,<end> msg=<text>
 #include <braid/braid.h>
+#include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -74,6 +80,70 @@ Status exercise(braid::bootstrap::Bootstrap& b) {
   return Status::ok();
 }
 
+// Every collective across processes (shared memory), each result checked element by element.
+Status collectives(braidComm_t comm, int r, int n) {
+  const size_t count = 10007;  // not a multiple of anything: ragged rounds and chunks
+  std::vector<float> in(count * n), out(count * n);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((r * 31 + i) % 17);
+  auto check = [&](const char* what, size_t elems, const std::function<float(size_t)>& want) -> Status {
+    for (size_t i = 0; i < elems; ++i) {
+      if (out[i] != want(i)) {
+        return braid::internalError(std::string(what) + ": element " + std::to_string(i) + " is " +
+                                    std::to_string(out[i]) + ", expected " + std::to_string(want(i)));
+      }
+    }
+    return Status::ok();
+  };
+  auto input = [&](int q, size_t i) { return static_cast<float>((q * 31 + i) % 17); };
+  auto fail = [](const char* what, braidResult_t rc) {
+    return Status(static_cast<braid::Code>(rc), std::string(what) + ": " + braidGetLastError());
+  };
+  braidResult_t rc = braidAllReduce(in.data(), out.data(), count, braidFloat32, braidSum, comm, nullptr);
+  if (rc != braidSuccess) return fail("allreduce", rc);
+  BRAID_RETURN_IF_ERROR(check("allreduce", count, [&](size_t i) {
+    float s = 0;
+    for (int q = 0; q < n; ++q) s += input(q, i);
+    return s;
+  }));
+  rc = braidAllGather(in.data(), out.data(), count, braidFloat32, comm, nullptr);
+  if (rc != braidSuccess) return fail("allgather", rc);
+  BRAID_RETURN_IF_ERROR(check("allgather", count * n, [&](size_t i) { return input(int(i / count), i % count); }));
+  rc = braidReduceScatter(in.data(), out.data(), count, braidFloat32, braidMax, comm, nullptr);
+  if (rc != braidSuccess) return fail("reducescatter", rc);
+  BRAID_RETURN_IF_ERROR(check("reducescatter", count, [&](size_t i) {
+    float m = 0;
+    for (int q = 0; q < n; ++q) m = std::max(m, input(q, r * count + i));
+    return m;
+  }));
+  rc = braidBroadcast(in.data(), out.data(), count, braidFloat32, n - 1, comm, nullptr);
+  if (rc != braidSuccess) return fail("broadcast", rc);
+  BRAID_RETURN_IF_ERROR(check("broadcast", count, [&](size_t i) { return input(n - 1, i); }));
+  rc = braidAllToAll(in.data(), out.data(), count, braidFloat32, comm, nullptr);
+  if (rc != braidSuccess) return fail("alltoall", rc);
+  BRAID_RETURN_IF_ERROR(
+      check("alltoall", count * n, [&](size_t i) { return input(int(i / count), r * count + i % count); }));
+  braidGroupStart();
+  braidSend(in.data(), count, braidFloat32, (r + 1) % n, comm, nullptr);
+  braidRecv(out.data(), count, braidFloat32, (r + n - 1) % n, comm, nullptr);
+  rc = braidGroupEnd();
+  if (rc != braidSuccess) return fail("sendrecv", rc);
+  return check("sendrecv", count, [&](size_t i) { return input((r + n - 1) % n, i); });
+}
+
+// Names in /dev/shm that belong to the communicator with this key.
+std::string leftoverSegments(uint64_t key) {
+  char prefix[40];
+  std::snprintf(prefix, sizeof(prefix), "braid-%016llx", static_cast<unsigned long long>(key));
+  std::string found;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      if (std::strncmp(e->d_name, prefix, std::strlen(prefix)) == 0) found += std::string(" ") + e->d_name;
+    }
+    closedir(d);
+  }
+  return found;
+}
+
 Status exerciseHandle(braidComm_t handle) {
   std::shared_ptr<braid::core::Comm> comm;
   BRAID_RETURN_IF_ERROR(braid::api::lookupComm(handle, "comm", &comm));
@@ -99,7 +169,7 @@ int main(int argc, char** argv) {
   braidResult_t r;
   if (scenario == "env") {
     r = braidCommInitFromEnv(&comm, nullptr);
-  } else if (scenario == "id" || scenario == "split" || scenario == "die") {
+  } else if (scenario == "id" || scenario == "split" || scenario == "die" || scenario == "coll") {
     braidUniqueId id;
     const char* hex = std::getenv("BRAID_TEST_ID");
     if (hex == nullptr || !braid::test::fromHex(hex, &id, sizeof(id))) {
@@ -107,7 +177,7 @@ int main(int argc, char** argv) {
     }
     r = braidCommInitRank(&comm, nranks, id, rank);
   } else {
-    std::fprintf(stderr, "usage: %s id|env|split|die\n", argv[0]);
+    std::fprintf(stderr, "usage: %s id|env|split|die|coll\n", argv[0]);
     return 2;
   }
   int64_t end = nowNs();
@@ -116,6 +186,17 @@ int main(int argc, char** argv) {
   braidCommCount(comm, &nranks);
 
   Status s;
+  if (scenario == "coll") {
+    std::shared_ptr<braid::core::Comm> c;
+    s = braid::api::lookupComm(comm, "comm", &c);
+    uint64_t key = c ? c->idHash() : 0;
+    c.reset();
+    if (s.isOk()) s = collectives(comm, rank, nranks);
+    braidCommDestroy(comm);
+    std::string left = leftoverSegments(key);
+    if (s.isOk() && !left.empty()) s = braid::internalError("shared memory left behind:" + left);
+    return report(rank, nranks, fromStatus(s), start, end, s.isOk() ? "ok" : s.message());
+  }
   if (scenario == "die") {
     if (rank == envInt("BRAID_TEST_VICTIM", -1)) std::_Exit(3);
     std::shared_ptr<braid::core::Comm> c;

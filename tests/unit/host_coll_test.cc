@@ -16,6 +16,7 @@
 
 #include "core/datatype.h"
 #include "exec/host_reduce.h"
+#include "thread_ranks.h"
 
 namespace {
 
@@ -105,35 +106,7 @@ double tolerance(braidDataType_t t, braidRedOp_t op, double ref, int n) {
 
 // ---- ranks as threads --------------------------------------------------------------------------
 
-class ThreadComms {
- public:
-  ThreadComms(int n, const char* algorithm) : comms_(n, nullptr) {
-    braidUniqueId id;
-    EXPECT_EQ(braidGetUniqueId(&id), braidSuccess);
-    std::vector<braidResult_t> rc(n);
-    run([&](int r) {
-      braidConfig_t config = BRAID_CONFIG_INITIALIZER;
-      config.deviceKind = braidDeviceHost;
-      config.algorithm = algorithm;
-      rc[r] = braidCommInitRankConfig(&comms_[r], n, id, r, &config);
-    });
-    for (int r = 0; r < n; ++r) EXPECT_EQ(rc[r], braidSuccess) << "init rank " << r;
-  }
-  ~ThreadComms() {
-    for (braidComm_t c : comms_) braidCommDestroy(c);
-  }
-  int size() const { return static_cast<int>(comms_.size()); }
-  braidComm_t operator[](int r) const { return comms_[r]; }
-
-  void run(const std::function<void(int)>& fn) const {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < size(); ++r) threads.emplace_back(fn, r);
-    for (auto& t : threads) t.join();
-  }
-
- private:
-  std::vector<braidComm_t> comms_;
-};
+using ThreadComms = braid::test::ThreadRanks;
 
 enum class C { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter };
 const char* name(C c) {

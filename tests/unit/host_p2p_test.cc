@@ -8,32 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include "thread_ranks.h"
+
 namespace {
 
-class Ranks {
- public:
-  explicit Ranks(int n) : comms_(n) {
-    braidUniqueId id;
-    EXPECT_EQ(braidGetUniqueId(&id), braidSuccess);
-    run([&](int r) {
-      braidConfig_t c = BRAID_CONFIG_INITIALIZER;
-      c.deviceKind = braidDeviceHost;
-      EXPECT_EQ(braidCommInitRankConfig(&comms_[r], n, id, r, &c), braidSuccess);
-    });
-  }
-  ~Ranks() {
-    for (braidComm_t c : comms_) braidCommDestroy(c);
-  }
-  void run(const std::function<void(int)>& fn) {
-    std::vector<std::thread> t;
-    for (int r = 0; r < static_cast<int>(comms_.size()); ++r) t.emplace_back(fn, r);
-    for (auto& x : t) x.join();
-  }
-  braidComm_t operator[](int r) const { return comms_[r]; }
-
- private:
-  std::vector<braidComm_t> comms_;
-};
+using Ranks = braid::test::ThreadRanks;
 
 int64_t value(int from, int to, size_t i) { return int64_t{from} * 1000000 + int64_t{to} * 1000 + int64_t(i); }
 
