@@ -113,11 +113,13 @@ Status Comm::exchangePeerInfo() {
   peers[rank_] = {static_cast<int64_t>(getpid()), hashBytes(name, std::strlen(name))};
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
   std::vector<bool> sameProcess(nranks_), sameHost(nranks_);
+  std::vector<long> pids(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     sameHost[r] = peers[r].host == peers[rank_].host;
     sameProcess[r] = sameHost[r] && peers[r].pid == peers[rank_].pid;
+    pids[r] = static_cast<long>(peers[r].pid);
   }
-  if (host_ != nullptr) host_->setPeers(std::move(sameProcess), std::move(sameHost));
+  if (host_ != nullptr) host_->setPeers(std::move(sameProcess), std::move(sameHost), std::move(pids));
   return Status::ok();
 }
 
@@ -192,7 +194,12 @@ Status Comm::finalize() {
   return Status::ok();
 }
 
-void Comm::abort() { abortFlag_.store(true, std::memory_order_release); }
+void Comm::abort() {
+  abortFlag_.store(true, std::memory_order_release);
+  // Peers waiting on this rank stop too. (During a non-blocking init host_ may not exist yet; the
+  // flag alone stops this rank's waits then.)
+  if (host_ != nullptr && state() != State::kInitializing) host_->closeConnections();
+}
 
 Status Comm::split(int color, int key, const CommConfig& config, std::shared_ptr<Comm>* out) {
   BRAID_RETURN_IF_ERROR(checkUsable());

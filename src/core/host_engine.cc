@@ -31,9 +31,9 @@ class HostEngine::Fifos : public exec::FifoResolver {
     } else {
       std::unique_ptr<transport::ShmFifoSegment> seg;
       std::string name = transport::ShmFifoSegment::nameFor(engine_.commKey_, src, dst, channel, connId);
-      Status st =
-          transport::ShmFifoSegment::attach(name, engine_.steps_, engine_.chunkBytes_, engine_.config_.timeoutMs,
-                                            transport::StopFlags{engine_.abort_, nullptr}, &seg);
+      Status st = transport::ShmFifoSegment::attach(
+          name, engine_.steps_, engine_.chunkBytes_, engine_.config_.timeoutMs,
+          transport::StopFlags{engine_.abort_, nullptr}, peer, engine_.pids_[peer], &seg);
       if (!st.isOk()) {
         error_ = st.withContext("connection " + std::to_string(src) + "->" + std::to_string(dst));
         return nullptr;  // not cached: a later call tries again
@@ -43,6 +43,13 @@ class HostEngine::Fifos : public exec::FifoResolver {
     }
     cache_.emplace(key, f);
     return f;
+  }
+
+  void closeAll(int rank) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& kv : cache_) {
+      if (kv.second != nullptr) kv.second->close(rank);
+    }
   }
 
   /// The error of the last connection that could not be made (cleared by the call).
@@ -103,10 +110,13 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       geometry_(algo::defaultGeometry(nranks)),
       fifos_(std::make_unique<Fifos>(*this)) {}
 
-void HostEngine::setPeers(std::vector<bool> sameProcess, std::vector<bool> sameHost) {
+void HostEngine::setPeers(std::vector<bool> sameProcess, std::vector<bool> sameHost, std::vector<long> pids) {
   sameProcess_ = std::move(sameProcess);
   sameHost_ = std::move(sameHost);
+  pids_ = std::move(pids);
 }
+
+void HostEngine::closeConnections() { fifos_->closeAll(rank_); }
 
 HostEngine::~HostEngine() = default;
 
@@ -135,6 +145,15 @@ Status HostEngine::checkPeersReachable() const {
     }
   }
   return Status::ok();
+}
+
+// A call that failed leaves its connections out of step: close them, so that every peer still
+// waiting on this rank stops too, and report why (a connection that could not be made first).
+Status HostEngine::finish(Status s) {
+  Status connect = fifos_->takeError();
+  if (!connect.isOk()) s = connect;
+  if (!s.isOk()) closeConnections();
+  return s;
 }
 
 Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
@@ -167,9 +186,7 @@ Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
   host.nranks = nranks_;
   host.rank = rank_;
   host.abort = abort_;
-  Status s = exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, *fifos_, pool_);
-  Status connect = fifos_->takeError();
-  return connect.isOk() ? s : connect;
+  return finish(exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, *fifos_, pool_));
 }
 
 Status HostEngine::run(const CollRequest& r) {
@@ -188,9 +205,7 @@ Status HostEngine::run(const CollRequest& r) {
   host.nranks = nranks_;
   host.rank = rank_;
   host.abort = abort_;
-  Status s = exec::runHostCall(geometry_, call, host, *fifos_, pool_);
-  Status connect = fifos_->takeError();
-  return connect.isOk() ? s : connect;
+  return finish(exec::runHostCall(geometry_, call, host, *fifos_, pool_));
 }
 
 }  // namespace braid::core

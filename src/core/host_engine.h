@@ -49,7 +49,11 @@ class HostEngine {
 
   /// After the bootstrap: whether each rank is a thread of this process, and whether it runs on
   /// this host. They choose the transport: loopback, shared memory (sockets: not available yet).
-  void setPeers(std::vector<bool> sameProcess, std::vector<bool> sameHost);
+  void setPeers(std::vector<bool> sameProcess, std::vector<bool> sameHost, std::vector<long> pids);
+
+  /// Closes every connection this rank has made: peers waiting on them stop with an error naming
+  /// this rank (after a failed call, and on abort).
+  void closeConnections();
 
   /// Runs a collective on host buffers; returns when this rank's part is complete.
   Status run(const CollRequest& request);
@@ -63,6 +67,7 @@ class HostEngine {
  private:
   class Fifos;
   Status checkPeersReachable() const;
+  Status finish(Status s);
 
   const uint64_t commKey_;
   const int rank_;
@@ -76,6 +81,7 @@ class HostEngine {
   algo::Geometry geometry_;
   std::vector<bool> sameProcess_;
   std::vector<bool> sameHost_;
+  std::vector<long> pids_;
   std::unique_ptr<Fifos> fifos_;
   exec::WorkerPool pool_;
   std::mutex callMu_;  // one call at a time on a communicator

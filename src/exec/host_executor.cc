@@ -8,20 +8,28 @@ namespace braid::exec {
 
 namespace {
 
-Status outcome(const std::atomic<bool>& failed, const HostCall& host, const char* what) {
-  if (!failed.load()) return Status::ok();
+Status outcome(const CallFailure& failure, const HostCall& host, const char* what) {
+  if (!failure.failed.load()) return Status::ok();
   if (host.abort != nullptr && host.abort->load()) return invalidUsage("the communicator was aborted");
-  return remoteError(std::string(what) +
-                     ": a peer sent a different amount of data than this rank expected (mismatched calls?)");
+  std::string call(what);
+  if (failure.deadRank.load() >= 0) {
+    return remoteError(call + ": rank " + std::to_string(failure.deadRank.load()) + " (process " +
+                       std::to_string(failure.deadPid.load()) + ") exited during the call");
+  }
+  if (failure.stoppedBy.load() >= 0) {
+    return remoteError(call + ": rank " + std::to_string(failure.stoppedBy.load()) +
+                       " gave up on the call (its own error says why) and closed its connection to this rank");
+  }
+  return remoteError(call + ": a peer sent a different amount of data than this rank expected (mismatched calls?)");
 }
 
 }  // namespace
 
 Status runHostCall(const algo::Geometry& geometry, const algo::CallShape& call, const HostCall& hostIn,
                    FifoResolver& fifos, WorkerPool& pool) {
-  std::atomic<bool> failed{false};
+  CallFailure failure;
   HostCall host = hostIn;
-  host.failed = &failed;
+  host.failure = &failure;
   const int lanes = algo::numLanes(call.algo);
   std::vector<algo::WorkArgs> work;
   for (int ch = 0; ch < call.nChannels; ++ch) work.push_back(algo::workFor(geometry, host.rank, ch, call));
@@ -36,14 +44,14 @@ Status runHostCall(const algo::Geometry& geometry, const algo::CallShape& call, 
     }
   }
   pool.runAll(tasks);
-  return outcome(failed, host, algo::collName(call.coll));
+  return outcome(failure, host, algo::collName(call.coll));
 }
 
 Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, int nChannels, size_t chunkBytes,
                   const HostCall& hostIn, FifoResolver& fifos, WorkerPool& pool) {
-  std::atomic<bool> failed{false};
+  CallFailure failure;
   HostCall host = hostIn;
-  host.failed = &failed;
+  host.failure = &failure;
   algo::orderP2p(host.rank, host.nranks, &sends, &recvs);
   std::vector<algo::WorkArgs> work(nChannels);
   std::vector<std::unique_ptr<HostBackend>> backends;
@@ -69,7 +77,7 @@ Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs
     }
   }
   pool.runAll(tasks);
-  return outcome(failed, host, "send/recv");
+  return outcome(failure, host, "send/recv");
 }
 
 }  // namespace braid::exec

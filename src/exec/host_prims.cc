@@ -18,11 +18,21 @@ bool HostPrims::takeRecv(size_t bytes, const char** slots) {
     size_t got = 0;
     slots[i] = recv_[i] == nullptr ? nullptr : recv_[i]->waitReadable(&got, call_.stop());
     if (slots[i] == nullptr || got != bytes) {
-      fail();
+      fail(recv_[i]);
       return false;
     }
   }
   return true;
+}
+
+void HostPrims::fail(const transport::HostFifo* fifo) {
+  if (fifo != nullptr && fifo->peerDied()) {
+    call_.failure->deadPid.store(fifo->peerPid());
+    call_.failure->deadRank.store(fifo->peerRank());
+  } else if (fifo != nullptr && fifo->closedBy() >= 0 && fifo->closedBy() != call_.rank) {
+    call_.failure->stoppedBy.store(fifo->closedBy());
+  }
+  call_.failure->failed.store(true, std::memory_order_release);
 }
 
 void HostPrims::releaseRecv() {
@@ -33,7 +43,7 @@ bool HostPrims::takeSend(char** slots) {
   for (int i = 0; i < nSend_; ++i) {
     slots[i] = send_[i] == nullptr ? nullptr : send_[i]->waitWritable(call_.stop());
     if (slots[i] == nullptr) {
-      fail();
+      fail(send_[i]);
       return false;
     }
   }

@@ -22,6 +22,14 @@ class FifoResolver {
   virtual transport::HostFifo* fifo(int channel, int connId, int src, int dst) = 0;
 };
 
+/// Why a call stopped, filled by the lane that gave up first.
+struct CallFailure {
+  std::atomic<bool> failed{false};
+  std::atomic<int> deadRank{-1};  // a peer process exited
+  std::atomic<long> deadPid{0};
+  std::atomic<int> stoppedBy{-1};  // a peer gave up on the call and closed the connection
+};
+
 /// What one call's programs on one rank share.
 struct HostCall {
   const char* input = nullptr;
@@ -32,9 +40,11 @@ struct HostCall {
   int nranks = 1;
   int rank = 0;
   const std::atomic<bool>* abort = nullptr;  // the communicator's
-  std::atomic<bool>* failed = nullptr;       // the call's: set by the lane that fails, stops the others
+  CallFailure* failure = nullptr;            // the call's: set by the lane that fails, stops the others
 
-  transport::StopFlags stop() const { return transport::StopFlags{abort, failed}; }
+  transport::StopFlags stop() const {
+    return transport::StopFlags{abort, failure != nullptr ? &failure->failed : nullptr};
+  }
 };
 
 class HostPrims {
@@ -69,7 +79,8 @@ class HostPrims {
   int nRecv_;
   int nSend_;
   bool stopped() const { return call_.stop().raised(); }
-  void fail() { call_.failed->store(true, std::memory_order_release); }
+  // Records why `fifo` (may be null) ended the wait, then stops the call's other lanes.
+  void fail(const transport::HostFifo* fifo);
 };
 
 /// The Backend an algorithm runs on for one (rank, channel) of a call.

@@ -1,6 +1,10 @@
 #include "transport/host_fifo.h"
 
+#include <signal.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <new>
 #include <thread>
 
@@ -25,30 +29,60 @@ HostFifo::HostFifo(int slots, size_t slotBytes)
   data_ = static_cast<char*>(p) + headerBytes();
 }
 
-HostFifo::HostFifo(void* block, int slots, size_t slotBytes)
+HostFifo::HostFifo(void* block, int slots, size_t slotBytes, int peerRank, long peerPid)
     : slots_(slots),
       slotBytes_(slotBytes),
       crossProcess_(true),
+      peerRank_(peerRank),
+      peerPid_(peerPid),
       block_(static_cast<FifoBlock*>(block)),
       data_(static_cast<char*>(block) + headerBytes()) {}
 
+namespace {
+
+// True when process `pid` has exited (gone, or a zombie its parent has not reaped yet).
+bool processGone(long pid) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return true;
+  char state = '?';
+  int got = std::fscanf(f, "%*d (%*[^)]) %c", &state);
+  std::fclose(f);
+  return got == 1 && (state == 'Z' || state == 'X');
+}
+
+}  // namespace
+
 template <class Ready>
 bool HostFifo::wait(Ready ready, const StopFlags& stop) {
+  auto done = [&] { return ready() || block_->closedBy.load(std::memory_order_acquire) != 0; };
   for (int i = 0; i < kSpins; ++i) {
-    if (ready()) return true;
+    if (done()) return ready();
     if (i > kSpins / 2) std::this_thread::yield();
   }
   if (crossProcess_) {
     // Naps growing to 200 us: the other side is in another process, no condition variable reaches it.
-    for (int us = 1; !ready(); us = us < 200 ? us * 2 : 200) {
+    // About every 20 ms, check that it still exists.
+    auto nextCheck = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    for (int us = 1; !done(); us = us < 200 ? us * 2 : 200) {
       if (stop.raised()) return false;
+      if (std::chrono::steady_clock::now() > nextCheck) {
+        if (processGone(peerPid_)) {
+          peerDied_.store(true, std::memory_order_release);
+          return false;
+        }
+        nextCheck = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      }
       std::this_thread::sleep_for(std::chrono::microseconds(us));
     }
-    return true;
+    return ready();
   }
   std::unique_lock<std::mutex> lock(mu_);
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  while (!ready()) {
+  while (!done()) {
     if (stop.raised()) {
       sleepers_.fetch_sub(1);
       return false;
@@ -57,7 +91,7 @@ bool HostFifo::wait(Ready ready, const StopFlags& stop) {
     cv_.wait_for(lock, std::chrono::milliseconds(50));
   }
   sleepers_.fetch_sub(1);
-  return true;
+  return ready();
 }
 
 void HostFifo::notify() {
@@ -95,6 +129,12 @@ const char* HostFifo::waitReadable(size_t* bytes, const StopFlags& stop) {
 void HostFifo::release() {
   block_->head.store(block_->head.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   notify();
+}
+
+void HostFifo::close(int rank) {
+  int32_t open = 0;
+  block_->closedBy.compare_exchange_strong(open, rank + 1, std::memory_order_acq_rel);
+  wakeAll();
 }
 
 void HostFifo::wakeAll() {

@@ -12,7 +12,9 @@
 // on this process's heap (loopback: both sides share the HostFifo object) or in a shared-memory
 // segment mapped by two processes (each side has its own HostFifo over the same block). A waiting
 // side spins briefly, then sleeps: on a condition variable within a process, in short growing naps
-// across processes (a condition variable cannot be shared between them).
+// across processes (a condition variable cannot be shared between them), checking between naps
+// that the peer process still lives. A side that gives up on a call closes the FIFO, which ends the
+// other side's wait too: one failure spreads to every rank instead of leaving them waiting.
 #pragma once
 
 #include <atomic>
@@ -42,7 +44,8 @@ struct StopFlags {
 struct FifoBlock {
   alignas(64) std::atomic<uint64_t> head;
   alignas(64) std::atomic<uint64_t> tail;
-  alignas(64) uint64_t sizes[kMaxSteps];
+  alignas(64) std::atomic<int32_t> closedBy;  // 0: open; rank + 1 of the side that gave up
+  uint64_t sizes[kMaxSteps];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "FIFO counters must work across processes");
 
@@ -53,8 +56,9 @@ class HostFifo {
 
   /// A FIFO on this process's heap, shared by threads.
   HostFifo(int slots, size_t slotBytes);
-  /// A FIFO over `block` (zero-initialised by its creator), shared with another process.
-  HostFifo(void* block, int slots, size_t slotBytes);
+  /// A FIFO over `block` (zero-initialised by its creator), shared with process `peerPid` (rank
+  /// `peerRank`), whose death ends every wait on this FIFO.
+  HostFifo(void* block, int slots, size_t slotBytes, int peerRank, long peerPid);
 
   int slots() const { return slots_; }
   size_t slotBytes() const { return slotBytes_; }
@@ -72,6 +76,15 @@ class HostFifo {
   /// Wakes every waiter of this process (abort).
   void wakeAll();
 
+  /// Marks the FIFO unusable because `rank` gave up on the call: both sides' waits end at once.
+  void close(int rank);
+  /// The rank that closed the FIFO, or -1.
+  int closedBy() const { return block_->closedBy.load(std::memory_order_acquire) - 1; }
+  /// True once a wait found the peer process gone.
+  bool peerDied() const { return peerDied_.load(std::memory_order_acquire); }
+  int peerRank() const { return peerRank_; }
+  long peerPid() const { return peerPid_; }
+
  private:
   void notify();
   template <class Ready>
@@ -81,6 +94,9 @@ class HostFifo {
   const int slots_;
   const size_t slotBytes_;
   const bool crossProcess_;
+  const int peerRank_ = -1;
+  const long peerPid_ = 0;
+  std::atomic<bool> peerDied_{false};
   std::unique_ptr<char[]> owned_;  // heap block (loopback)
   FifoBlock* block_;
   char* data_;

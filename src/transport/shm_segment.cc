@@ -37,7 +37,7 @@ std::string ShmFifoSegment::nameFor(uint64_t commKey, int src, int dst, int chan
 }
 
 Status ShmFifoSegment::attach(const std::string& name, int slots, size_t slotBytes, int64_t timeoutMs,
-                              const StopFlags& stop, std::unique_ptr<ShmFifoSegment>* out) {
+                              const StopFlags& stop, int peerRank, long peerPid, std::unique_ptr<ShmFifoSegment>* out) {
   std::unique_ptr<ShmFifoSegment> seg(new ShmFifoSegment());
   seg->name_ = name;
   seg->bytes_ = kHeaderBytes + HostFifo::blockBytes(slots, slotBytes);
@@ -91,7 +91,8 @@ Status ShmFifoSegment::attach(const std::string& name, int slots, size_t slotByt
     shm_unlink(name.c_str());  // both sides mapped it: the name is no longer needed
     seg->unlinked_ = true;
   }
-  seg->fifo_ = std::make_unique<HostFifo>(static_cast<char*>(seg->base_) + kHeaderBytes, slots, slotBytes);
+  seg->fifo_ =
+      std::make_unique<HostFifo>(static_cast<char*>(seg->base_) + kHeaderBytes, slots, slotBytes, peerRank, peerPid);
   *out = std::move(seg);
   return Status::ok();
 }

@@ -22,8 +22,9 @@ namespace braid::transport {
 class ShmFifoSegment {
  public:
   /// Creates or opens the segment `name` and maps it; waits for a creating peer until `timeoutMs`.
+  /// The peer is rank `peerRank`, process `peerPid` (its death ends the FIFO's waits).
   static Status attach(const std::string& name, int slots, size_t slotBytes, int64_t timeoutMs, const StopFlags& stop,
-                       std::unique_ptr<ShmFifoSegment>* out);
+                       int peerRank, long peerPid, std::unique_ptr<ShmFifoSegment>* out);
 
   ~ShmFifoSegment();
   ShmFifoSegment(const ShmFifoSegment&) = delete;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <random>
 #include <regex>
@@ -154,6 +155,26 @@ TEST_P(SharedMemory, EveryCollectiveAcrossProcesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SharedMemory, ::testing::Values(1, 2, 3, 4));
+
+// A process killed between two collectives: the others' second all-reduce fails promptly (no hang,
+// well inside the harness's 30 s), names the dead rank or the rank that gave up because of it, and
+// no shared memory of the communicator is left.
+TEST(Failures, ProcessKilledMidCollective) {
+  int n = 3;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Report> reports =
+      runRanks(n, allRanks(n), "killcoll", {"BRAID_CHUNK_BYTES=64", "BRAID_DEVICE=cpu", "BRAID_TEST_VICTIM=1"});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(reports.size(), 2u);  // the victim prints nothing
+  bool namesVictim = false;
+  for (const Report& r : reports) {
+    EXPECT_EQ(r.code, braidRemoteError) << r.describe();
+    EXPECT_EQ(r.msg.find("left behind"), std::string::npos) << r.describe();
+    namesVictim = namesVictim || r.msg.find("rank 1 (process") != std::string::npos;
+  }
+  EXPECT_TRUE(namesVictim) << "no survivor named the dead rank 1";
+  EXPECT_LT(seconds, 10.0);
+}
 
 TEST(Split, EvenAndOddHalves) {
   for (int n : {2, 5}) {

@@ -5,6 +5,9 @@
 //   braid_mp_worker split   init from the id, split into even and odd ranks, exercise the halves
 //   braid_mp_worker die     init from the id; rank BRAID_TEST_VICTIM exits at once, the others
 //                           enter a barrier and report what it gave them
+//   braid_mp_worker killcoll  init from the id (host memory), one all-reduce; then rank
+//                           BRAID_TEST_VICTIM exits and the others start a second all-reduce, which
+//                           must fail (not hang), and leave no shared memory behind
 //   braid_mp_worker coll    init from the id (host memory), run every collective and a send/recv
 //                           ring over shared memory, check each result against a plain loop, and
 //                           check that no shared-memory segment of the communicator is left
@@ -169,7 +172,8 @@ int main(int argc, char** argv) {
   braidResult_t r;
   if (scenario == "env") {
     r = braidCommInitFromEnv(&comm, nullptr);
-  } else if (scenario == "id" || scenario == "split" || scenario == "die" || scenario == "coll") {
+  } else if (scenario == "id" || scenario == "split" || scenario == "die" || scenario == "coll" ||
+             scenario == "killcoll") {
     braidUniqueId id;
     const char* hex = std::getenv("BRAID_TEST_ID");
     if (hex == nullptr || !braid::test::fromHex(hex, &id, sizeof(id))) {
@@ -196,6 +200,22 @@ int main(int argc, char** argv) {
     std::string left = leftoverSegments(key);
     if (s.isOk() && !left.empty()) s = braid::internalError("shared memory left behind:" + left);
     return report(rank, nranks, fromStatus(s), start, end, s.isOk() ? "ok" : s.message());
+  }
+  if (scenario == "killcoll") {
+    std::shared_ptr<braid::core::Comm> c;
+    s = braid::api::lookupComm(comm, "comm", &c);
+    uint64_t key = c ? c->idHash() : 0;
+    c.reset();
+    std::vector<float> data(100000, 1.0f);
+    braidResult_t rc = braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, comm, nullptr);
+    if (rc != braidSuccess) return report(rank, nranks, rc, start, end, std::string("first: ") + braidGetLastError());
+    if (rank == envInt("BRAID_TEST_VICTIM", -1)) std::_Exit(3);
+    rc = braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, comm, nullptr);
+    std::string msg = braidGetLastError();
+    braidCommDestroy(comm);
+    std::string left = leftoverSegments(key);
+    if (!left.empty()) msg += " [shared memory left behind:" + left + "]";
+    return report(rank, nranks, rc, start, end, msg);
   }
   if (scenario == "die") {
     if (rank == envInt("BRAID_TEST_VICTIM", -1)) std::_Exit(3);
