@@ -1,7 +1,6 @@
 #include "perf_check.h"
 
 #include <cmath>
-#include <cstdint>
 
 #include "core/datatype.h"
 #include "exec/host_reduce.h"
@@ -9,41 +8,8 @@
 namespace braid::perf {
 namespace {
 
-double decode(const char* p, braidDataType_t t) {
-  switch (t) {
-    case braidInt8: return *reinterpret_cast<const int8_t*>(p);
-    case braidUint8: return *reinterpret_cast<const uint8_t*>(p);
-    case braidInt32: return *reinterpret_cast<const int32_t*>(p);
-    case braidUint32: return *reinterpret_cast<const uint32_t*>(p);
-    case braidInt64: return static_cast<double>(*reinterpret_cast<const int64_t*>(p));
-    case braidUint64: return static_cast<double>(*reinterpret_cast<const uint64_t*>(p));
-    case braidFloat32: return *reinterpret_cast<const float*>(p);
-    case braidFloat64: return *reinterpret_cast<const double*>(p);
-    case braidFloat16: return exec::halfToFloat(*reinterpret_cast<const uint16_t*>(p));
-    case braidBfloat16: return exec::bf16ToFloat(*reinterpret_cast<const uint16_t*>(p));
-    case braidFloat8e4m3: return exec::fp8e4m3ToFloat(*reinterpret_cast<const uint8_t*>(p));
-    case braidFloat8e5m2: return exec::fp8e5m2ToFloat(*reinterpret_cast<const uint8_t*>(p));
-    default: return 0;
-  }
-}
-
-void encode(double v, char* p, braidDataType_t t) {
-  switch (t) {
-    case braidInt8: *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(v); break;
-    case braidUint8: *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
-    case braidInt32: *reinterpret_cast<int32_t*>(p) = static_cast<int32_t>(v); break;
-    case braidUint32: *reinterpret_cast<uint32_t*>(p) = static_cast<uint32_t>(v); break;
-    case braidInt64: *reinterpret_cast<int64_t*>(p) = static_cast<int64_t>(v); break;
-    case braidUint64: *reinterpret_cast<uint64_t*>(p) = static_cast<uint64_t>(v); break;
-    case braidFloat32: *reinterpret_cast<float*>(p) = static_cast<float>(v); break;
-    case braidFloat64: *reinterpret_cast<double*>(p) = v; break;
-    case braidFloat16: *reinterpret_cast<uint16_t*>(p) = exec::floatToHalf(static_cast<float>(v)); break;
-    case braidBfloat16: *reinterpret_cast<uint16_t*>(p) = exec::floatToBf16(static_cast<float>(v)); break;
-    case braidFloat8e4m3: *reinterpret_cast<uint8_t*>(p) = exec::floatToFp8e4m3(static_cast<float>(v)); break;
-    case braidFloat8e5m2: *reinterpret_cast<uint8_t*>(p) = exec::floatToFp8e5m2(static_cast<float>(v)); break;
-    default: break;
-  }
-}
+double decode(const char* p, braidDataType_t t) { return exec::elementToDouble(p, t); }
+void encode(double v, char* p, braidDataType_t t) { exec::elementFromDouble(v, p, t); }
 
 // Small non-negative integers: sums stay exact in every type for a handful of ranks; a product is
 // 2 at most (one rank contributes 2, the others 1).

@@ -314,4 +314,59 @@ uint8_t floatToFp8e4m3(float value) { return static_cast<uint8_t>(E4m3Format::fr
 float fp8e5m2ToFloat(uint8_t bits) { return E5m2Format::toFloat(bits); }
 uint8_t floatToFp8e5m2(float value) { return static_cast<uint8_t>(E5m2Format::fromFloat(value)); }
 
+namespace {
+
+template <class T>
+T loadAs(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <class T>
+void storeAs(T v, void* p) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+}  // namespace
+
+double elementToDouble(const void* p, braidDataType_t type) {
+  switch (type) {
+    case braidInt8: return loadAs<int8_t>(p);
+    case braidUint8: return loadAs<uint8_t>(p);
+    case braidInt32: return loadAs<int32_t>(p);
+    case braidUint32: return loadAs<uint32_t>(p);
+    case braidInt64: return static_cast<double>(loadAs<int64_t>(p));
+    case braidUint64: return static_cast<double>(loadAs<uint64_t>(p));
+    case braidFloat32: return loadAs<float>(p);
+    case braidFloat64: return loadAs<double>(p);
+    case braidFloat16: return halfToFloat(loadAs<uint16_t>(p));
+    case braidBfloat16: return bf16ToFloat(loadAs<uint16_t>(p));
+    case braidFloat8e4m3: return fp8e4m3ToFloat(loadAs<uint8_t>(p));
+    case braidFloat8e5m2: return fp8e5m2ToFloat(loadAs<uint8_t>(p));
+    default: return 0;
+  }
+}
+
+void elementFromDouble(double value, void* p, braidDataType_t type) {
+  // Integers go through int64 (truncation toward zero), then wrap by conversion to the narrower
+  // unsigned type, which is defined behaviour.
+  uint64_t wrapped = static_cast<uint64_t>(static_cast<int64_t>(value));
+  switch (type) {
+    case braidInt8:
+    case braidUint8: storeAs(static_cast<uint8_t>(wrapped), p); break;
+    case braidInt32:
+    case braidUint32: storeAs(static_cast<uint32_t>(wrapped), p); break;
+    case braidInt64:
+    case braidUint64: storeAs(wrapped, p); break;
+    case braidFloat32: storeAs(static_cast<float>(value), p); break;
+    case braidFloat64: storeAs(value, p); break;
+    case braidFloat16: storeAs(floatToHalf(static_cast<float>(value)), p); break;
+    case braidBfloat16: storeAs(floatToBf16(static_cast<float>(value)), p); break;
+    case braidFloat8e4m3: storeAs(floatToFp8e4m3(static_cast<float>(value)), p); break;
+    case braidFloat8e5m2: storeAs(floatToFp8e5m2(static_cast<float>(value)), p); break;
+    default: break;
+  }
+}
+
 }  // namespace braid::exec

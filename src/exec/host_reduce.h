@@ -75,4 +75,11 @@ uint8_t floatToFp8e4m3(float value);
 float fp8e5m2ToFloat(uint8_t bits);
 uint8_t floatToFp8e5m2(float value);
 
+/// One element of `type` at `p` (any alignment) as a double; 64-bit integers are exact up to 2^53.
+/// For checks and tools, not the data path.
+double elementToDouble(const void* p, braidDataType_t type);
+/// Stores `value` as one element of `type` at `p`: floats round to nearest even (fp8 saturating, as
+/// above), integers are truncated toward zero and wrap to the type's width.
+void elementFromDouble(double value, void* p, braidDataType_t type);
+
 }  // namespace braid::exec

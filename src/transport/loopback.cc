@@ -22,11 +22,6 @@ HostFifo* LoopbackEndpoint::incoming(int channel, int connId, int src) {
   return fifo.get();
 }
 
-void LoopbackEndpoint::wakeAll() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& kv : fifos_) kv.second->wakeAll();
-}
-
 LoopbackRegistration::LoopbackRegistration(uint64_t commKey, int rank, std::shared_ptr<LoopbackEndpoint> endpoint)
     : commKey_(commKey), rank_(rank) {
   Table& t = table();

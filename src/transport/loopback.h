@@ -24,9 +24,6 @@ class LoopbackEndpoint {
   /// The FIFO from `src` into this rank on (channel, connId).
   HostFifo* incoming(int channel, int connId, int src);
 
-  /// Wakes every waiter on this rank's FIFOs (abort).
-  void wakeAll();
-
  private:
   const int slots_;
   const size_t slotBytes_;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -110,6 +111,37 @@ TEST(Comm, AbortFromAnotherThreadWakesAWait) {
   EXPECT_FALSE(waited.isOk());
   EXPECT_NE(waited.message().find("abort"), std::string::npos) << waited.message();
   c0.reset();
+  EXPECT_EQ(braidCommDestroy(comms[1]), braidSuccess);
+}
+
+// Aborting one rank releases its peers: a rank waiting in a collective on it stops with an error
+// naming the aborted rank instead of waiting forever.
+TEST(Comm, AbortReleasesPeersWaitingInACollective) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = hostConfig(1, 20000);
+  braidComm_t comms[2] = {nullptr, nullptr};
+  std::thread t1([&] { braidCommInitRankConfig(&comms[1], 2, id, 1, &config); });
+  ASSERT_EQ(braidCommInitRankConfig(&comms[0], 2, id, 0, &config), braidSuccess);
+  t1.join();
+  // One collective first, so that the connections between the two ranks exist.
+  std::vector<float> a(1000, 1), b(1000, 1);
+  std::thread warm([&] { braidAllReduce(b.data(), b.data(), b.size(), braidFloat32, braidSum, comms[1], nullptr); });
+  ASSERT_EQ(braidAllReduce(a.data(), a.data(), a.size(), braidFloat32, braidSum, comms[0], nullptr), braidSuccess);
+  warm.join();
+  braidResult_t rc = braidSuccess;
+  std::string error;
+  auto start = Clock::now();
+  std::thread waiter([&] {  // rank 1 enters a collective that rank 0 never joins
+    rc = braidAllReduce(b.data(), b.data(), b.size(), braidFloat32, braidSum, comms[1], nullptr);
+    error = braidGetLastError();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(braidCommAbort(comms[0]), braidSuccess);
+  waiter.join();
+  EXPECT_LT(secondsSince(start), 5.0);
+  EXPECT_EQ(rc, braidRemoteError);
+  EXPECT_NE(error.find("rank 0 gave up"), std::string::npos) << error;
   EXPECT_EQ(braidCommDestroy(comms[1]), braidSuccess);
 }
 

@@ -22,41 +22,8 @@ namespace {
 
 // ---- typed values through double --------------------------------------------------------------
 
-double decode(const void* p, braidDataType_t t) {
-  switch (t) {
-    case braidInt8: return *static_cast<const int8_t*>(p);
-    case braidUint8: return *static_cast<const uint8_t*>(p);
-    case braidInt32: return *static_cast<const int32_t*>(p);
-    case braidUint32: return *static_cast<const uint32_t*>(p);
-    case braidInt64: return static_cast<double>(*static_cast<const int64_t*>(p));
-    case braidUint64: return static_cast<double>(*static_cast<const uint64_t*>(p));
-    case braidFloat32: return *static_cast<const float*>(p);
-    case braidFloat64: return *static_cast<const double*>(p);
-    case braidFloat16: return braid::exec::halfToFloat(*static_cast<const uint16_t*>(p));
-    case braidBfloat16: return braid::exec::bf16ToFloat(*static_cast<const uint16_t*>(p));
-    case braidFloat8e4m3: return braid::exec::fp8e4m3ToFloat(*static_cast<const uint8_t*>(p));
-    case braidFloat8e5m2: return braid::exec::fp8e5m2ToFloat(*static_cast<const uint8_t*>(p));
-    default: return 0;
-  }
-}
-
-void encode(double v, void* p, braidDataType_t t) {
-  switch (t) {
-    case braidInt8: *static_cast<int8_t*>(p) = static_cast<int8_t>(static_cast<int64_t>(v)); break;
-    case braidUint8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
-    case braidInt32: *static_cast<int32_t*>(p) = static_cast<int32_t>(static_cast<int64_t>(v)); break;
-    case braidUint32: *static_cast<uint32_t*>(p) = static_cast<uint32_t>(static_cast<int64_t>(v)); break;
-    case braidInt64: *static_cast<int64_t*>(p) = static_cast<int64_t>(v); break;
-    case braidUint64: *static_cast<uint64_t*>(p) = static_cast<uint64_t>(static_cast<int64_t>(v)); break;
-    case braidFloat32: *static_cast<float*>(p) = static_cast<float>(v); break;
-    case braidFloat64: *static_cast<double*>(p) = v; break;
-    case braidFloat16: *static_cast<uint16_t*>(p) = braid::exec::floatToHalf(static_cast<float>(v)); break;
-    case braidBfloat16: *static_cast<uint16_t*>(p) = braid::exec::floatToBf16(static_cast<float>(v)); break;
-    case braidFloat8e4m3: *static_cast<uint8_t*>(p) = braid::exec::floatToFp8e4m3(static_cast<float>(v)); break;
-    case braidFloat8e5m2: *static_cast<uint8_t*>(p) = braid::exec::floatToFp8e5m2(static_cast<float>(v)); break;
-    default: break;
-  }
-}
+double decode(const void* p, braidDataType_t t) { return braid::exec::elementToDouble(p, t); }
+void encode(double v, void* p, braidDataType_t t) { braid::exec::elementFromDouble(v, p, t); }
 
 bool isInt(braidDataType_t t) { return t <= braidUint64; }
 

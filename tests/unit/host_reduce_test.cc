@@ -245,3 +245,30 @@ TEST(HostReduce, ThroughputReport) {
 
 }  // namespace
 }  // namespace braid::exec
+
+namespace braid::exec {
+namespace {
+
+// The element <-> double helpers that checks and tools use: every type, unaligned, integers wrap.
+TEST(HostReduceElements, RoundTripAndWrap) {
+  unsigned char buf[9] = {0};
+  for (braidDataType_t t : kAllTypes) {
+    for (double v : {0.0, 1.0, -2.0, 7.0}) {
+      bool isUnsigned = t == braidUint8 || t == braidUint32 || t == braidUint64;
+      if (isUnsigned && v < 0) continue;
+      elementFromDouble(v, buf + 1, t);
+      EXPECT_EQ(elementToDouble(buf + 1, t), v) << core::typeName(t);
+    }
+  }
+  elementFromDouble(300, buf + 1, braidUint8);
+  EXPECT_EQ(elementToDouble(buf + 1, braidUint8), 44);  // 300 mod 256
+  elementFromDouble(-1, buf + 1, braidUint32);
+  EXPECT_EQ(elementToDouble(buf + 1, braidUint32), 4294967295.0);
+  elementFromDouble(-2.7, buf + 1, braidInt32);
+  EXPECT_EQ(elementToDouble(buf + 1, braidInt32), -2);  // truncated toward zero
+  elementFromDouble(1000, buf + 1, braidFloat8e4m3);
+  EXPECT_EQ(elementToDouble(buf + 1, braidFloat8e4m3), 448);  // saturates
+}
+
+}  // namespace
+}  // namespace braid::exec
