@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "bootstrap/frame.h"
-#include "bootstrap/interface.h"
+#include "bootstrap/net.h"
 #include "bootstrap/ring_bootstrap.h"
 #include "bootstrap/root_server.h"
 #include "core/log.h"

@@ -26,8 +26,7 @@
 #include <vector>
 
 #include "bootstrap/frame.h"
-#include "bootstrap/socket.h"
-#include "bootstrap/socket_address.h"
+#include "bootstrap/net.h"
 #include "core/status.h"
 
 namespace braid::bootstrap {

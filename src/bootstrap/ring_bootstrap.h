@@ -21,7 +21,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/frame.h"
 #include "bootstrap/inbox.h"
-#include "bootstrap/socket.h"
+#include "bootstrap/net.h"
 
 namespace braid::bootstrap {
 

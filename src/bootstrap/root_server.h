@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "bootstrap/inbox.h"
-#include "bootstrap/socket_address.h"
+#include "bootstrap/net.h"
 #include "core/status.h"
 
 namespace braid::bootstrap {

@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "bootstrap/bootstrap.h"
-#include "bootstrap/interface.h"
+#include "bootstrap/net.h"
 #include "bootstrap/root_server.h"
 #include "core/log.h"
 #include "core/param.h"

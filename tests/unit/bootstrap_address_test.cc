@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/interface.h"
-#include "bootstrap/socket_address.h"
+#include "bootstrap/net.h"
 
 namespace braid::bootstrap {
 namespace {

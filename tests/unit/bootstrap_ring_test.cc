@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "bootstrap/socket.h"
+#include "bootstrap/net.h"
 #include "core/log.h"
 
 namespace braid::bootstrap {

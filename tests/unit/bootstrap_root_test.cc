@@ -15,7 +15,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/frame.h"
 #include "bootstrap/inbox.h"
-#include "bootstrap/socket.h"
+#include "bootstrap/net.h"
 #include "core/log.h"
 
 namespace braid::bootstrap {

@@ -4,16 +4,17 @@
 
 # Folder -> folders whose headers it may include (itself, and what it depends on, transitively).
 set(base "core/status.h;core/log.h;core/param.h")
-set(allowed_api "api;core;bootstrap;exec;topology;tune;algo;transport")
-set(allowed_core "core;bootstrap;exec;topology;tune;algo;transport")
-set(allowed_exec "exec;algo;transport;device")
-set(allowed_bootstrap "bootstrap")
+set(allowed_api "api;core;bootstrap;exec;topology;tune;algo;transport;net")
+set(allowed_core "core;bootstrap;exec;topology;tune;algo;transport;net")
+set(allowed_exec "exec;algo;transport;device;net")
+set(allowed_bootstrap "bootstrap;net")
+set(allowed_net "net")
 set(allowed_topology "topology")
 set(allowed_tune "tune;topology")
 set(allowed_algo "algo")
-set(allowed_transport "transport")
+set(allowed_transport "transport;net")
 set(allowed_device "device;algo")
-set(pure "algo;tune;topology;bootstrap")
+set(pure "algo;tune;topology;bootstrap;net")
 
 set(failures "")
 file(GLOB folders RELATIVE ${SRC} ${SRC}/*)

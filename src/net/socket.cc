@@ -1,4 +1,4 @@
-#include "bootstrap/socket.h"
+#include "net/socket.h"
 
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "core/log.h"
 
-namespace braid::bootstrap {
+namespace braid::net {
 namespace {
 
 constexpr int64_t kCenturyMs = int64_t{100} * 365 * 24 * 3600 * 1000;
@@ -255,4 +255,4 @@ Status sendRecv(Socket* to, const void* sendData, size_t sendBytes, Socket* from
   }
 }
 
-}  // namespace braid::bootstrap
+}  // namespace braid::net

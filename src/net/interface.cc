@@ -1,4 +1,4 @@
-#include "bootstrap/interface.h"
+#include "net/interface.h"
 
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -8,7 +8,7 @@
 #include "core/log.h"
 #include "core/param.h"
 
-namespace braid::bootstrap {
+namespace braid::net {
 namespace {
 
 // Bridges and virtual links of containers and VMs: usable on this host only.
@@ -144,4 +144,4 @@ Status chooseInterfaceAddress(SocketAddress* out) {
   return Status::ok();
 }
 
-}  // namespace braid::bootstrap
+}  // namespace braid::net

@@ -20,7 +20,7 @@
 
 #include "core/status.h"
 
-namespace braid::bootstrap {
+namespace braid::net {
 
 struct SocketAddress {
   /// Which member is valid is told by v4.sin_family (the two share the position of the family
@@ -77,4 +77,4 @@ Status parseHostPort(const std::string& text, int family, SocketAddress* out);
 /// parseHostPort with the family of BRAID_SOCKET_FAMILY.
 Status parseHostPort(const std::string& text, SocketAddress* out);
 
-}  // namespace braid::bootstrap
+}  // namespace braid::net

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket_address.h"
 #include "core/status.h"
+#include "net/socket_address.h"
 
-namespace braid::bootstrap {
+namespace braid::net {
 
 /// One address of one interface, as getifaddrs lists it.
 struct InterfaceAddress {
@@ -56,4 +56,4 @@ Status listInterfaces(std::vector<InterfaceAddress>* out);
 /// The address (port 0) to listen on according to BRAID_SOCKET_IFNAME and BRAID_SOCKET_FAMILY.
 Status chooseInterfaceAddress(SocketAddress* out);
 
-}  // namespace braid::bootstrap
+}  // namespace braid::net

@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "bootstrap/socket_address.h"
 #include "core/status.h"
+#include "net/socket_address.h"
 
-namespace braid::bootstrap {
+namespace braid::net {
 
 using Clock = std::chrono::steady_clock;
 
@@ -116,4 +116,4 @@ class Socket {
 Status sendRecv(Socket* to, const void* sendData, size_t sendBytes, Socket* from, void* recvData, size_t recvBytes,
                 const Deadline& deadline, PollClient* also = nullptr);
 
-}  // namespace braid::bootstrap
+}  // namespace braid::net

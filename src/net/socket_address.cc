@@ -1,4 +1,4 @@
-#include "bootstrap/socket_address.h"
+#include "net/socket_address.h"
 
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -9,7 +9,7 @@
 
 #include "core/param.h"
 
-namespace braid::bootstrap {
+namespace braid::net {
 namespace {
 
 void putU16(unsigned char* p, uint16_t v) {
@@ -244,4 +244,4 @@ Status parseHostPort(const std::string& text, SocketAddress* out) {
   return parseHostPort(text, family, out);
 }
 
-}  // namespace braid::bootstrap
+}  // namespace braid::net
