@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -101,26 +102,51 @@ Status Comm::init(const bootstrap::UniqueIdBytes& id) {
   return Status::ok();
 }
 
-// Which ranks share this process (and, later, this host): decides the transport to each peer.
+namespace {
+
+// Which machine this process runs on: BRAID_HOSTID when set (tests pretend to be several hosts),
+// else the host name and the kernel's boot id (two containers of one name on different machines
+// differ, one machine rebooted does not matter within a job).
+uint64_t hostIdentity() {
+  std::string id = param::getString(param::Id::kHostId);
+  if (id.empty()) {
+    char name[256] = {0};
+    gethostname(name, sizeof(name) - 1);
+    id = name;
+    if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+      char boot[64] = {0};
+      if (std::fgets(boot, sizeof(boot), f) != nullptr) id += std::string(":") + boot;
+      std::fclose(f);
+    }
+  }
+  return hashBytes(id.data(), id.size());
+}
+
+}  // namespace
+
+// Which ranks share this process and this host, and where their socket transports listen: decides
+// the transport to each peer.
 Status Comm::exchangePeerInfo() {
   struct PeerInfo {
     int64_t pid;
     uint64_t host;
+    net::SocketAddress socket;
   };
-  char name[256] = {0};
-  gethostname(name, sizeof(name) - 1);
   std::vector<PeerInfo> peers(nranks_);
-  peers[rank_] = {static_cast<int64_t>(getpid()), hashBytes(name, std::strlen(name))};
-  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
-  std::vector<bool> sameProcess(nranks_), sameHost(nranks_);
-  std::vector<long> pids(nranks_);
-  for (int r = 0; r < nranks_; ++r) {
-    sameHost[r] = peers[r].host == peers[rank_].host;
-    sameProcess[r] = sameHost[r] && peers[r].pid == peers[rank_].pid;
-    pids[r] = static_cast<long>(peers[r].pid);
+  peers[rank_] = {static_cast<int64_t>(getpid()), hostIdentity(), net::SocketAddress{}};
+  if (host_ != nullptr) {
+    BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].socket));
   }
-  if (host_ != nullptr) host_->setPeers(std::move(sameProcess), std::move(sameHost), std::move(pids));
-  return Status::ok();
+  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
+  if (host_ == nullptr) return Status::ok();
+  std::vector<HostEngine::Peer> info(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    info[r].sameHost = peers[r].host == peers[rank_].host;
+    info[r].sameProcess = info[r].sameHost && peers[r].pid == peers[rank_].pid;
+    info[r].pid = static_cast<long>(peers[r].pid);
+    info[r].socket = peers[r].socket;
+  }
+  return host_->setPeers(std::move(info));
 }
 
 Status Comm::collective(const CollRequest& request) {

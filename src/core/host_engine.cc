@@ -15,7 +15,7 @@ namespace braid::core {
 // Lookups are cached; a segment that cannot be made is remembered as the error of the call.
 class HostEngine::Fifos : public exec::FifoResolver {
  public:
-  Fifos(const HostEngine& engine) : engine_(engine) {}
+  explicit Fifos(HostEngine& engine) : engine_(engine) {}
 
   transport::HostFifo* fifo(int channel, int connId, int src, int dst) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -24,22 +24,31 @@ class HostEngine::Fifos : public exec::FifoResolver {
     if (it != cache_.end()) return it->second;
     int peer = src == engine_.rank_ ? dst : src;
     transport::HostFifo* f = nullptr;
-    if (engine_.sameProcess_[peer]) {
-      auto endpoint = transport::findLoopbackEndpoint(engine_.commKey_, dst);
-      if (endpoint) f = endpoint->incoming(channel, connId, src);
-      endpoints_.push_back(endpoint);  // keep it alive while cached
-    } else {
-      std::unique_ptr<transport::ShmFifoSegment> seg;
-      std::string name = transport::ShmFifoSegment::nameFor(engine_.commKey_, src, dst, channel, connId);
-      Status st = transport::ShmFifoSegment::attach(
-          name, engine_.steps_, engine_.chunkBytes_, engine_.config_.timeoutMs,
-          transport::StopFlags{engine_.abort_, nullptr}, peer, engine_.pids_[peer], &seg);
-      if (!st.isOk()) {
-        error_ = st.withContext("connection " + std::to_string(src) + "->" + std::to_string(dst));
-        return nullptr;  // not cached: a later call tries again
+    Status st;
+    switch (engine_.paths_[peer]) {
+      case Path::kLoopback: {
+        auto endpoint = transport::findLoopbackEndpoint(engine_.commKey_, dst);
+        if (endpoint) f = endpoint->incoming(channel, connId, src);
+        endpoints_.push_back(endpoint);  // keep it alive while cached
+        break;
       }
-      f = &seg->fifo();
-      segments_.push_back(std::move(seg));
+      case Path::kShm: {
+        std::unique_ptr<transport::ShmFifoSegment> seg;
+        std::string name = transport::ShmFifoSegment::nameFor(engine_.commKey_, src, dst, channel, connId);
+        st = transport::ShmFifoSegment::attach(name, engine_.steps_, engine_.chunkBytes_, engine_.config_.timeoutMs,
+                                               transport::StopFlags{engine_.abort_, nullptr}, peer,
+                                               engine_.peers_[peer].pid, &seg);
+        if (st.isOk()) {
+          f = &seg->fifo();
+          segments_.push_back(std::move(seg));
+        }
+        break;
+      }
+      case Path::kSocket: st = engine_.sockets_.connection(channel, connId, src, dst, &f); break;
+    }
+    if (!st.isOk()) {
+      error_ = st.withContext("connection " + std::to_string(src) + "->" + std::to_string(dst));
+      return nullptr;  // not cached: a later call tries again
     }
     cache_.emplace(key, f);
     return f;
@@ -61,7 +70,7 @@ class HostEngine::Fifos : public exec::FifoResolver {
   }
 
  private:
-  const HostEngine& engine_;
+  HostEngine& engine_;
   std::mutex mu_;
   std::map<std::tuple<int, int, int, int>, transport::HostFifo*> cache_;
   std::vector<std::shared_ptr<transport::LoopbackEndpoint>> endpoints_;
@@ -73,6 +82,16 @@ namespace {
 
 int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(64, param::getInt(param::Id::kChunkBytes))); }
+
+transport::SocketOptions socketOptions(int steps, size_t chunkBytes, int64_t timeoutMs) {
+  transport::SocketOptions o;
+  o.nThreads = static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kSocketNThreads), 1, 16));
+  o.nSocksPerThread = static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kNSocksPerThread), 1, 64));
+  o.slots = steps;
+  o.slotBytes = chunkBytes;
+  o.timeoutMs = timeoutMs;
+  return o;
+}
 
 // The first algorithm of `preference` that the config allows and that implements `coll`.
 algo::Algo pickAlgorithm(algo::Coll coll, const std::string& allowed) {
@@ -108,12 +127,26 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       endpoint_(std::make_shared<transport::LoopbackEndpoint>(steps_, chunkBytes_)),
       registration_(commKey, rank, endpoint_),
       geometry_(algo::defaultGeometry(nranks)),
+      sockets_(commKey, rank, nranks, socketOptions(steps_, chunkBytes_, config.timeoutMs), abort),
       fifos_(std::make_unique<Fifos>(*this)) {}
 
-void HostEngine::setPeers(std::vector<bool> sameProcess, std::vector<bool> sameHost, std::vector<long> pids) {
-  sameProcess_ = std::move(sameProcess);
-  sameHost_ = std::move(sameHost);
-  pids_ = std::move(pids);
+Status HostEngine::listen(const net::SocketAddress& interfaceAddress, net::SocketAddress* address) {
+  return sockets_.listen(interfaceAddress, address);
+}
+
+Status HostEngine::setPeers(std::vector<Peer> peers) {
+  peers_ = std::move(peers);
+  bool shmDisabled = param::getInt(param::Id::kShmDisable) != 0;
+  bool anySocket = false;
+  std::vector<net::SocketAddress> addresses;
+  for (const Peer& p : peers_) {
+    Path path = p.sameProcess ? Path::kLoopback : p.sameHost && !shmDisabled ? Path::kShm : Path::kSocket;
+    anySocket |= path == Path::kSocket;
+    paths_.push_back(path);
+    addresses.push_back(p.socket);
+  }
+  if (!anySocket) return Status::ok();
+  return sockets_.start(std::move(addresses));
 }
 
 void HostEngine::closeConnections() { fifos_->closeAll(rank_); }
@@ -136,17 +169,6 @@ algo::CallShape HostEngine::decide(const CollRequest& r) const {
   return call;
 }
 
-Status HostEngine::checkPeersReachable() const {
-  for (int peer = 0; peer < nranks_; ++peer) {
-    if (!sameHost_[peer]) {
-      return invalidUsage("rank " + std::to_string(peer) +
-                          " is on another host: host collectives between hosts need the socket transport, which is "
-                          "not available yet");
-    }
-  }
-  return Status::ok();
-}
-
 // A call that failed leaves its connections out of step: close them, so that every peer still
 // waiting on this rank stops too, and report why (a connection that could not be made first).
 Status HostEngine::finish(Status s) {
@@ -157,7 +179,6 @@ Status HostEngine::finish(Status s) {
 }
 
 Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
-  BRAID_RETURN_IF_ERROR(checkPeersReachable());
   // Messages are moved as bytes, at offsets from the lowest send and the lowest receive address.
   uintptr_t sendBase = UINTPTR_MAX, recvBase = UINTPTR_MAX;
   for (const P2pRequest& r : requests) {
@@ -190,7 +211,6 @@ Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
 }
 
 Status HostEngine::run(const CollRequest& r) {
-  BRAID_RETURN_IF_ERROR(checkPeersReachable());
   std::lock_guard<std::mutex> lock(callMu_);
   algo::CallShape call = decide(r);
   BRAID_TRACE(log::Subsys::kColl, algo::collName(call.coll), " count ", call.count, " ", typeName(r.type), " ",

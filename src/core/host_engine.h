@@ -1,7 +1,8 @@
 // HostEngine: what a host-memory communicator needs to run collectives: its loopback endpoint
 // (registered so that thread-ranks of this process find it), the shared-memory FIFOs to ranks in
-// other processes of this host (made on first use), the ring and trees, the FIFO geometry, and the
-// worker threads. One per Comm, made at init.
+// other processes of this host and the socket transport to ranks on other hosts (connections made
+// on first use), the ring and trees, the FIFO geometry, and the worker threads. One per Comm, made
+// at init.
 #pragma once
 
 #include <atomic>
@@ -15,8 +16,10 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "exec/host_executor.h"
+#include "net/socket_address.h"
 #include "transport/loopback.h"
 #include "transport/shm_segment.h"
+#include "transport/socket_transport.h"
 
 namespace braid::core {
 
@@ -47,9 +50,20 @@ class HostEngine {
   HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig& config, const std::atomic<bool>* abort);
   ~HostEngine();
 
-  /// After the bootstrap: whether each rank is a thread of this process, and whether it runs on
-  /// this host. They choose the transport: loopback, shared memory (sockets: not available yet).
-  void setPeers(std::vector<bool> sameProcess, std::vector<bool> sameHost, std::vector<long> pids);
+  /// Where the peers connect to this rank's socket transport: a listener on `interfaceAddress`
+  /// (the bootstrap's), any port. Called before setPeers.
+  Status listen(const net::SocketAddress& interfaceAddress, net::SocketAddress* address);
+
+  /// What each rank is, from the bootstrap's exchange at init.
+  struct Peer {
+    bool sameProcess = false;  // a thread of this process
+    bool sameHost = false;     // a process of this host (BRAID_HOSTID)
+    long pid = 0;
+    net::SocketAddress socket;  // its socket transport's listener
+  };
+  /// Chooses the transport to each peer: loopback within the process, shared memory within the
+  /// host (unless BRAID_SHM_DISABLE=1), sockets otherwise; starts the socket proxies if needed.
+  Status setPeers(std::vector<Peer> peers);
 
   /// Closes every connection this rank has made: peers waiting on them stop with an error naming
   /// this rank (after a failed call, and on abort).
@@ -66,7 +80,7 @@ class HostEngine {
 
  private:
   class Fifos;
-  Status checkPeersReachable() const;
+  enum class Path { kLoopback, kShm, kSocket };
   Status finish(Status s);
 
   const uint64_t commKey_;
@@ -79,9 +93,9 @@ class HostEngine {
   std::shared_ptr<transport::LoopbackEndpoint> endpoint_;
   transport::LoopbackRegistration registration_;
   algo::Geometry geometry_;
-  std::vector<bool> sameProcess_;
-  std::vector<bool> sameHost_;
-  std::vector<long> pids_;
+  std::vector<Peer> peers_;
+  std::vector<Path> paths_;
+  transport::SocketTransport sockets_;
   std::unique_ptr<Fifos> fifos_;
   exec::WorkerPool pool_;
   std::mutex callMu_;  // one call at a time on a communicator

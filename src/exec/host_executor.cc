@@ -18,7 +18,8 @@ Status outcome(const CallFailure& failure, const HostCall& host, const char* wha
   }
   if (failure.stoppedBy.load() >= 0) {
     return remoteError(call + ": rank " + std::to_string(failure.stoppedBy.load()) +
-                       " gave up on the call (its own error says why) and closed its connection to this rank");
+                       " gave up on the call and closed its connection to this rank (its own error says why; over "
+                       "sockets this is also how a rank that exited or lost its network shows)");
   }
   return remoteError(call + ": a peer sent a different amount of data than this rank expected (mismatched calls?)");
 }

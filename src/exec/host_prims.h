@@ -27,7 +27,7 @@ struct CallFailure {
   std::atomic<bool> failed{false};
   std::atomic<int> deadRank{-1};  // a peer process exited
   std::atomic<long> deadPid{0};
-  std::atomic<int> stoppedBy{-1};  // a peer gave up on the call and closed the connection
+  std::atomic<int> stoppedBy{-1};  // a peer gave up on the call and closed the connection (or its socket ended)
 };
 
 /// What one call's programs on one rank share.

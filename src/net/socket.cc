@@ -1,6 +1,7 @@
 #include "net/socket.h"
 
 #include <netinet/tcp.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,17 @@ std::string progress(const char* verb, size_t done, size_t total) {
 
 Status withProgress(const Status& st, const char* verb, size_t done, size_t total) {
   return Status(st.code(), st.message() + progress(verb, done, total));
+}
+
+// The result of one non-blocking send or sendmsg that returned `n`.
+Status sendOutcome(ssize_t n, const std::string& peer, size_t* done) {
+  if (n >= 0) {
+    *done = static_cast<size_t>(n);
+    return Status::ok();
+  }
+  if (wouldBlock(errno)) return Status::ok();
+  if (errno == EPIPE || errno == ECONNRESET) return remoteError("connection closed by " + peer + " while sending");
+  return errnoError("send to " + peer, errno);
 }
 
 }  // namespace
@@ -185,14 +197,17 @@ Status Socket::connect(const SocketAddress& to, const std::string& peer, const D
 Status Socket::sendSome(const void* data, size_t bytes, size_t* done) {
   *done = 0;
   if (bytes == 0) return Status::ok();
-  ssize_t n = ::send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n >= 0) {
-    *done = static_cast<size_t>(n);
-    return Status::ok();
-  }
-  if (wouldBlock(errno)) return Status::ok();
-  if (errno == EPIPE || errno == ECONNRESET) return remoteError("connection closed by " + peer_ + " while sending");
-  return errnoError("send to " + peer_, errno);
+  return sendOutcome(::send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT), peer_, done);
+}
+
+Status Socket::sendSome(const void* first, size_t firstBytes, const void* second, size_t secondBytes, size_t* done) {
+  *done = 0;
+  if (secondBytes == 0) return sendSome(first, firstBytes, done);
+  iovec parts[2] = {{const_cast<void*>(first), firstBytes}, {const_cast<void*>(second), secondBytes}};
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = 2;
+  return sendOutcome(::sendmsg(fd_, &message, MSG_NOSIGNAL | MSG_DONTWAIT), peer_, done);
 }
 
 Status Socket::recvSome(void* data, size_t bytes, size_t* done) {

@@ -96,6 +96,7 @@ bool HostFifo::wait(Ready ready, const StopFlags& stop) {
 
 void HostFifo::notify() {
   if (crossProcess_) return;
+  if (observer_ != nullptr) observer_->wake();
   // Pairs with the waiter's seq_cst increment of sleepers_ before its last check: either the
   // waiter sees the new counter, or this sees the waiter.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -138,6 +139,7 @@ void HostFifo::close(int rank) {
 }
 
 void HostFifo::wakeAll() {
+  if (observer_ != nullptr) observer_->wake();
   std::lock_guard<std::mutex> lock(mu_);
   cv_.notify_all();
 }

@@ -30,6 +30,13 @@ namespace braid::transport {
 
 constexpr int kMaxSteps = 64;
 
+/// Something to wake when a FIFO changes (a socket proxy thread sleeping in poll()).
+class FifoObserver {
+ public:
+  virtual ~FifoObserver() = default;
+  virtual void wake() = 0;
+};
+
 /// What ends a wait early: the communicator's abort, or a failure of the call in another lane.
 struct StopFlags {
   const std::atomic<bool>* abort = nullptr;
@@ -76,6 +83,16 @@ class HostFifo {
   /// Wakes every waiter of this process (abort).
   void wakeAll();
 
+  // A non-blocking view for a proxy that moves slots between this FIFO and sockets (heap FIFOs
+  // only). The proxy is the consumer of an outgoing FIFO (it calls release) or the producer of an
+  // incoming one (it calls publish), and learns of the other side's progress through the observer.
+  uint64_t headCount() const { return block_->head.load(std::memory_order_acquire); }
+  uint64_t tailCount() const { return block_->tail.load(std::memory_order_acquire); }
+  char* slotAt(uint64_t counter) const { return slot(counter); }
+  size_t sizeAt(uint64_t counter) const { return block_->sizes[counter % slots_]; }
+  /// Set before the FIFO is used; woken by every publish, release and close.
+  void setObserver(FifoObserver* observer) { observer_ = observer; }
+
   /// Marks the FIFO unusable because `rank` gave up on the call: both sides' waits end at once.
   void close(int rank);
   /// The rank that closed the FIFO, or -1.
@@ -100,6 +117,7 @@ class HostFifo {
   std::unique_ptr<char[]> owned_;  // heap block (loopback)
   FifoBlock* block_;
   char* data_;
+  FifoObserver* observer_ = nullptr;
   std::atomic<int> sleepers_{0};
   std::mutex mu_;
   std::condition_variable cv_;

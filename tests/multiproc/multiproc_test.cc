@@ -142,39 +142,74 @@ TEST(Failures, DeadPeerIsNamedNotWaitedFor) {
   EXPECT_TRUE(named) << "no survivor named rank 1";
 }
 
-// Every collective between processes over shared memory, 64-byte chunks so that pipelines run
-// many steps; each worker also checks that no segment of its communicator is left in /dev/shm.
-class SharedMemory : public ::testing::TestWithParam<int> {};
+// The transports between processes: shared memory, sockets (BRAID_SHM_DISABLE=1, two proxy
+// threads), and two pretended hosts (BRAID_HOSTID: shm within each, sockets between them). 64-byte
+// chunks make pipelines run many steps; the large case sends full 128 KiB slots, cut into pieces
+// across the sockets of each connection.
+struct TransportCase {
+  const char* name;
+  std::vector<std::string> env;
+};
 
-TEST_P(SharedMemory, EveryCollectiveAcrossProcesses) {
-  int n = GetParam();
+const TransportCase kTransports[] = {
+    {"Shm", {"BRAID_CHUNK_BYTES=64"}},
+    {"Sockets", {"BRAID_CHUNK_BYTES=64", "BRAID_SHM_DISABLE=1", "BRAID_SOCKET_NTHREADS=2"}},
+    {"TwoHosts", {"BRAID_CHUNK_BYTES=64", "BRAID_TEST_HOSTS=2"}},
+    {"SocketsLarge",
+     {"BRAID_SHM_DISABLE=1", "BRAID_SOCKET_NTHREADS=2", "BRAID_NSOCKS_PERTHREAD=2", "BRAID_TEST_LARGE=1"}},
+};
+
+std::vector<std::string> withEnv(std::vector<std::string> env, std::initializer_list<const char*> more) {
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
+// Every collective between processes; each worker also checks that no segment of its communicator
+// is left in /dev/shm.
+class Transports : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(Transports, EveryCollectiveAcrossProcesses) {
+  const TransportCase& t = kTransports[std::get<0>(GetParam())];
+  int n = std::get<1>(GetParam());
   std::vector<Report> reports =
-      runRanks(n, allRanks(n), "coll", {"BRAID_CHUNK_BYTES=64", "BRAID_DEVICE=cpu", "BRAID_BOOTSTRAP_TIMEOUT=20"});
+      runRanks(n, allRanks(n), "coll", withEnv(t.env, {"BRAID_DEVICE=cpu", "BRAID_BOOTSTRAP_TIMEOUT=20"}));
   ASSERT_EQ(reports.size(), static_cast<size_t>(n));
   for (const Report& r : reports) EXPECT_TRUE(r.ok()) << r.describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, SharedMemory, ::testing::Values(1, 2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Ranks, Transports, ::testing::Combine(::testing::Range(0, 4), ::testing::Values(1, 2, 3, 4)),
+                         [](const auto& p) {
+                           return std::string(kTransports[std::get<0>(p.param)].name) + "_" +
+                                  std::to_string(std::get<1>(p.param));
+                         });
 
 // A process killed between two collectives: the others' second all-reduce fails promptly (no hang,
-// well inside the harness's 30 s), names the dead rank or the rank that gave up because of it, and
-// no shared memory of the communicator is left.
-TEST(Failures, ProcessKilledMidCollective) {
+// well inside the harness's 30 s), names the dead rank (shared memory: "rank 1 (process ...)
+// exited"; sockets: rank 1 closed its connection, or a rank that gave up because of it), and no
+// shared memory of the communicator is left.
+class KilledMidCollective : public ::testing::TestWithParam<int> {};
+
+TEST_P(KilledMidCollective, OthersFailPromptlyNamingIt) {
+  const TransportCase& t = kTransports[GetParam()];
   int n = 3;
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Report> reports =
-      runRanks(n, allRanks(n), "killcoll", {"BRAID_CHUNK_BYTES=64", "BRAID_DEVICE=cpu", "BRAID_TEST_VICTIM=1"});
+      runRanks(n, allRanks(n), "killcoll", withEnv(t.env, {"BRAID_DEVICE=cpu", "BRAID_TEST_VICTIM=1"}));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(reports.size(), 2u);  // the victim prints nothing
   bool namesVictim = false;
   for (const Report& r : reports) {
     EXPECT_EQ(r.code, braidRemoteError) << r.describe();
     EXPECT_EQ(r.msg.find("left behind"), std::string::npos) << r.describe();
-    namesVictim = namesVictim || r.msg.find("rank 1 (process") != std::string::npos;
+    namesVictim = namesVictim || r.msg.find("rank 1 (process") != std::string::npos ||
+                  r.msg.find("rank 1 gave up on the call and closed its connection") != std::string::npos;
   }
   EXPECT_TRUE(namesVictim) << "no survivor named the dead rank 1";
   EXPECT_LT(seconds, 10.0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, KilledMidCollective, ::testing::Range(0, 3),
+                         [](const auto& p) { return std::string(kTransports[p.param].name); });
 
 TEST(Split, EvenAndOddHalves) {
   for (int n : {2, 5}) {

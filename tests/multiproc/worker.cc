@@ -9,8 +9,10 @@
 //                           BRAID_TEST_VICTIM exits and the others start a second all-reduce, which
 //                           must fail (not hang), and leave no shared memory behind
 //   braid_mp_worker coll    init from the id (host memory), run every collective and a send/recv
-//                           ring over shared memory, check each result against a plain loop, and
-//                           check that no shared-memory segment of the communicator is left
+//                           ring, check each result against a plain loop, and check that no
+//                           shared-memory segment of the communicator is left. BRAID_TEST_LARGE=1
+//                           adds a 4 MB all-reduce (many full FIFO slots); BRAID_TEST_HOSTS=k makes
+//                           rank r claim host r % k (BRAID_HOSTID), so ranks mix shm and sockets
 //
 // After init it exercises the bootstrap (all-gather, barrier, tagged ring send/recv, checked against
 // values each rank can compute for every other) and prints one line:
@@ -83,8 +85,28 @@ Status exercise(braid::bootstrap::Bootstrap& b) {
   return Status::ok();
 }
 
-// Every collective across processes (shared memory), each result checked element by element.
+// An all-reduce of (1 << 20) + 3 floats with integer-valued inputs (exact sums), checked.
+Status largeAllReduce(braidComm_t comm, int r, int n) {
+  const size_t count = (size_t{1} << 20) + 3;
+  std::vector<float> data(count);
+  for (size_t i = 0; i < count; ++i) data[i] = static_cast<float>((r * 7 + i) % 13);
+  braidResult_t rc = braidAllReduce(data.data(), data.data(), count, braidFloat32, braidSum, comm, nullptr);
+  if (rc != braidSuccess)
+    return Status(static_cast<braid::Code>(rc), std::string("large allreduce: ") + braidGetLastError());
+  for (size_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int q = 0; q < n; ++q) want += static_cast<float>((q * 7 + i) % 13);
+    if (data[i] != want) {
+      return braid::internalError("large allreduce: element " + std::to_string(i) + " is " + std::to_string(data[i]) +
+                                  ", expected " + std::to_string(want));
+    }
+  }
+  return Status::ok();
+}
+
+// Every collective across processes, each result checked element by element.
 Status collectives(braidComm_t comm, int r, int n) {
+  if (envInt("BRAID_TEST_LARGE", 0) != 0) BRAID_RETURN_IF_ERROR(largeAllReduce(comm, r, n));
   const size_t count = 10007;  // not a multiple of anything: ragged rounds and chunks
   std::vector<float> in(count * n), out(count * n);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((r * 31 + i) % 17);
@@ -167,6 +189,10 @@ braidResult_t fromStatus(const Status& s) { return static_cast<braidResult_t>(s.
 int main(int argc, char** argv) {
   std::string scenario = argc > 1 ? argv[1] : "";
   int rank = envInt("BRAID_TEST_RANK", -1), nranks = envInt("BRAID_TEST_NRANKS", 0);
+  if (int hosts = envInt("BRAID_TEST_HOSTS", 0); hosts > 0) {
+    // Pretend to be on host (rank % hosts): ranks of one "host" share memory, the others use sockets.
+    setenv("BRAID_HOSTID", ("test-host-" + std::to_string(rank % hosts)).c_str(), 1);
+  }
   braidComm_t comm = nullptr;
   int64_t start = nowNs();
   braidResult_t r;
