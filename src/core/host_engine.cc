@@ -1,8 +1,11 @@
 #include "core/host_engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "core/datatype.h"
 #include "core/log.h"
@@ -50,6 +53,7 @@ class HostEngine::Fifos : public exec::FifoResolver {
       error_ = st.withContext("connection " + std::to_string(src) + "->" + std::to_string(dst));
       return nullptr;  // not cached: a later call tries again
     }
+    if (f != nullptr && engine_.busyPoll_) f->setPauseSpins(transport::HostFifo::kBusyPauseSpins);
     cache_.emplace(key, f);
     return f;
   }
@@ -82,6 +86,14 @@ namespace {
 
 int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(64, param::getInt(param::Id::kChunkBytes))); }
+
+// CPUs this process may run on (its affinity mask), at least 1.
+int availableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 transport::SocketOptions socketOptions(int steps, size_t chunkBytes, int64_t timeoutMs) {
   transport::SocketOptions o;
@@ -139,6 +151,10 @@ Status HostEngine::setPeers(std::vector<Peer> peers) {
   bool shmDisabled = param::getInt(param::Id::kShmDisable) != 0;
   bool anySocket = false;
   std::vector<net::SocketAddress> addresses;
+  int local = static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.sameHost; }));
+  busyPoll_ = local <= availableCpus();
+  BRAID_INFO(log::Subsys::kInit, local, " rank(s) on this host, ", availableCpus(), " CPU(s) available: waits ",
+             busyPoll_ ? "poll before yielding" : "yield the CPU at once");
   for (const Peer& p : peers_) {
     Path path = p.sameProcess ? Path::kLoopback : p.sameHost && !shmDisabled ? Path::kShm : Path::kSocket;
     anySocket |= path == Path::kSocket;

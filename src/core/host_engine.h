@@ -95,6 +95,7 @@ class HostEngine {
   algo::Geometry geometry_;
   std::vector<Peer> peers_;
   std::vector<Path> paths_;
+  bool busyPoll_ = false;  // every rank of this host has a CPU: waits poll before yielding
   transport::SocketTransport sockets_;
   std::unique_ptr<Fifos> fifos_;
   exec::WorkerPool pool_;

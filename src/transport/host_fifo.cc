@@ -11,7 +11,18 @@
 namespace braid::transport {
 namespace {
 
-constexpr int kSpins = 2000;  // ~microseconds of polling before sleeping
+// Polling before sleeping: first pauseSpins_ checks with a CPU pause between them (when every rank
+// of the host has a core of its own, the peer answers within microseconds), then kYieldSpins checks
+// that yield the core between them (the peer may be waiting for this core).
+constexpr int kYieldSpins = 1000;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
 
 size_t headerBytes() { return (sizeof(FifoBlock) + 63) / 64 * 64; }
 
@@ -59,9 +70,14 @@ bool processGone(long pid) {
 template <class Ready>
 bool HostFifo::wait(Ready ready, const StopFlags& stop) {
   auto done = [&] { return ready() || block_->closedBy.load(std::memory_order_acquire) != 0; };
-  for (int i = 0; i < kSpins; ++i) {
+  const int pauseSpins = pauseSpins_.load(std::memory_order_relaxed);
+  for (int i = 0; i < pauseSpins; ++i) {
     if (done()) return ready();
-    if (i > kSpins / 2) std::this_thread::yield();
+    cpuRelax();
+  }
+  for (int i = 0; i < kYieldSpins; ++i) {
+    if (done()) return ready();
+    std::this_thread::yield();
   }
   if (crossProcess_) {
     // Naps growing to 200 us: the other side is in another process, no condition variable reaches it.

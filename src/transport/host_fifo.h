@@ -93,6 +93,11 @@ class HostFifo {
   /// Set before the FIFO is used; woken by every publish, release and close.
   void setObserver(FifoObserver* observer) { observer_ = observer; }
 
+  /// How many times a wait polls with a CPU pause before it starts yielding the core: worth it
+  /// only when every rank of the host has a core to itself (0, the default, yields at once).
+  void setPauseSpins(int spins) { pauseSpins_.store(spins, std::memory_order_relaxed); }
+  static constexpr int kBusyPauseSpins = 2000;  // tens of microseconds
+
   /// Marks the FIFO unusable because `rank` gave up on the call: both sides' waits end at once.
   void close(int rank);
   /// The rank that closed the FIFO, or -1.
@@ -118,6 +123,7 @@ class HostFifo {
   FifoBlock* block_;
   char* data_;
   FifoObserver* observer_ = nullptr;
+  std::atomic<int> pauseSpins_{0};
   std::atomic<int> sleepers_{0};
   std::mutex mu_;
   std::condition_variable cv_;
