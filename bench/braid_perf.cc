@@ -213,6 +213,7 @@ int runRanks(const Options& o, const braidUniqueId* id, int firstRank, int n, bo
     threads.emplace_back([&, i] {
       braidConfig_t c = BRAID_CONFIG_INITIALIZER;
       c.deviceKind = braidDeviceHost;
+      if (!o.algorithm.empty()) c.algorithm = o.algorithm.c_str();
       braidResult_t rc =
           fromEnv ? braidCommInitFromEnv(&comms[i], &c) : braidCommInitRankConfig(&comms[i], n, *id, firstRank + i, &c);
       if (rc != braidSuccess) {

@@ -22,6 +22,7 @@ const char* kUsage =
     "  -z 0|1     blocking calls (1)                     -r root    root of broadcast/reduce (0)\n"
     "  -t n       ranks as threads of each process (1)   -g n       GPUs per thread (not available yet)\n"
     "  -p n       fork n processes on this host (1)      -J file    also write the results as JSON\n"
+    "  -A algos   allowed algorithms (config->algorithm): ring, tree, dbtree, doubling, a list, ^ excludes\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); with mpirun pass -x BRAID_COMM_ID=host:port.\n";
 
@@ -103,6 +104,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
       case 'g': ok = parseInt(v, 0, 64, &o->gpus); break;
       case 'r': ok = parseInt(v, 0, 1 << 20, &o->root); break;
       case 'J': o->json = v; break;
+      case 'A': o->algorithm = v; break;
       default: ok = false;
     }
     if (!ok) {

@@ -29,6 +29,7 @@ struct Options {
   int gpus = 0;                         // -g: GPUs per thread (the GPU engine is not available yet)
   int root = 0;                         // -r
   std::string json;                     // -J file
+  std::string algorithm;                // -A: config->algorithm (empty: the library chooses)
 };
 
 /// Parses argv; on error prints usage to stderr and returns false.

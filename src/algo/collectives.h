@@ -2,24 +2,27 @@
 // per channel) each needs, and one dispatcher that runs lane `lane` of a (collective, algorithm).
 #pragma once
 
+#include "algo/doubling.h"
 #include "algo/ring.h"
 #include "algo/tree.h"
 
 namespace braid::algo {
 
 enum class Coll : int { kAllReduce = 0, kBroadcast, kReduce, kAllGather, kReduceScatter, kNumColls };
-enum class Algo : int { kRing = 0, kTree, kDoubleTree, kNumAlgos };
+enum class Algo : int { kRing = 0, kTree, kDoubleTree, kDoubling, kNumAlgos };
 
-/// Whether `algo` implements `coll` (broadcast and reduce run as ring chains; trees are all-reduce only).
+/// Whether `algo` implements `coll` (broadcast and reduce run as ring chains; trees and recursive
+/// doubling are all-reduce only).
 BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) { return algo == Algo::kRing || coll == Coll::kAllReduce; }
 
-BRAID_HOST_DEVICE inline int numLanes(Algo algo) { return algo == Algo::kRing ? 1 : algo == Algo::kTree ? 2 : 4; }
+BRAID_HOST_DEVICE inline int numLanes(Algo algo) { return algo == Algo::kTree ? 2 : algo == Algo::kDoubleTree ? 4 : 1; }
 
 template <class Backend>
 BRAID_HOST_DEVICE void runLane(Backend& b, Coll coll, Algo algo, const WorkArgs& w, int lane) {
   switch (algo) {
     case Algo::kTree: treeAllReduce(b, w, lane); return;
     case Algo::kDoubleTree: doubleTreeAllReduce(b, w, lane); return;
+    case Algo::kDoubling: doublingAllReduce(b, w); return;
     default: break;
   }
   switch (coll) {

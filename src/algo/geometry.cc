@@ -57,6 +57,7 @@ const char* algoName(Algo algo) {
     case Algo::kRing: return "ring";
     case Algo::kTree: return "tree";
     case Algo::kDoubleTree: return "dbtree";
+    case Algo::kDoubling: return "doubling";
     default: return "?";
   }
 }

@@ -15,6 +15,11 @@
 //   recvReduceCopy(in, out, n, post)    recv peers + input              output
 //   recvReduceCopySend(in, out, n, post) recv peers + input             output, send peers
 //   copy(in, out, n, post)              input                           output           (no peers)
+//   sendOutput(out, n)                  output                          send peers
+//   recvReduceOutput(out, n, post)      recv peers + output             output (accumulates)
+//
+// The last two let an algorithm keep a running partial result in the output (recursive doubling):
+// recvReduceOutput overwrites output it wrote before, the only operation allowed to.
 //
 // `post` applies the op's post-operation (avg: divide by nranks) to the value written to output:
 // exactly once, where a value becomes final. An operation with n == 0 still takes its slot, so

@@ -17,7 +17,9 @@ enum class OpKind : int {
   kRecvReduceSend,
   kRecvReduceCopy,
   kRecvReduceCopySend,
-  kCopy
+  kCopy,
+  kSendOutput,
+  kRecvReduceOutput
 };
 
 const char* opKindName(OpKind kind);
@@ -40,14 +42,19 @@ struct Op {
   bool reduces() const {
     return kind == OpKind::kRecvReduceSend || kind == OpKind::kRecvReduceCopy || kind == OpKind::kRecvReduceCopySend;
   }
+  bool readsOutput() const { return kind == OpKind::kSendOutput || kind == OpKind::kRecvReduceOutput; }
+  bool accumulates() const { return kind == OpKind::kRecvReduceOutput; }
   bool writesOutput() const {
     return kind == OpKind::kCopySend || kind == OpKind::kRecv || kind == OpKind::kRecvCopySend ||
-           kind == OpKind::kRecvReduceCopy || kind == OpKind::kRecvReduceCopySend || kind == OpKind::kCopy;
+           kind == OpKind::kRecvReduceCopy || kind == OpKind::kRecvReduceCopySend || kind == OpKind::kCopy ||
+           kind == OpKind::kRecvReduceOutput;
   }
-  bool receives() const { return kind != OpKind::kSend && kind != OpKind::kCopySend && kind != OpKind::kCopy; }
+  bool receives() const {
+    return kind != OpKind::kSend && kind != OpKind::kCopySend && kind != OpKind::kCopy && kind != OpKind::kSendOutput;
+  }
   bool sends() const {
     return kind == OpKind::kSend || kind == OpKind::kCopySend || kind == OpKind::kRecvCopySend ||
-           kind == OpKind::kRecvReduceSend || kind == OpKind::kRecvReduceCopySend;
+           kind == OpKind::kRecvReduceSend || kind == OpKind::kRecvReduceCopySend || kind == OpKind::kSendOutput;
   }
 };
 
@@ -70,6 +77,8 @@ class Recorder {
       push(OpKind::kRecvReduceCopySend, in, out, n, post);
     }
     void copy(size_t in, size_t out, size_t n, bool post) { push(OpKind::kCopy, in, out, n, post); }
+    void sendOutput(size_t out, size_t n) { push(OpKind::kSendOutput, 0, out, n, false); }
+    void recvReduceOutput(size_t out, size_t n, bool post) { push(OpKind::kRecvReduceOutput, 0, out, n, post); }
 
    private:
     void push(OpKind kind, size_t in, size_t out, size_t n, bool post) {

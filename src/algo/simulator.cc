@@ -9,6 +9,8 @@ const char* opKindName(OpKind kind) {
     case OpKind::kRecv: return "recv";
     case OpKind::kRecvCopySend: return "recvCopySend";
     case OpKind::kRecvReduceSend: return "recvReduceSend";
+    case OpKind::kSendOutput: return "sendOutput";
+    case OpKind::kRecvReduceOutput: return "recvReduceOutput";
     case OpKind::kRecvReduceCopy: return "recvReduceCopy";
     case OpKind::kRecvReduceCopySend: return "recvReduceCopySend";
     case OpKind::kCopy: return "copy";

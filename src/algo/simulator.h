@@ -147,10 +147,14 @@ class Simulator {
     Buffer& in = (*inputs_)[p.rank];
     Buffer& out = (*outputs_)[p.rank];
     if (op.readsInput() && op.in + op.n > in.size()) return fail(p, step, "reads input past its end");
-    if (op.writesOutput() && op.out + op.n > out.size()) return fail(p, step, "writes output past its end");
+    if ((op.writesOutput() || op.readsOutput()) && op.out + op.n > out.size()) {
+      return fail(p, step, "touches output past its end");
+    }
     Buffer& data = scratch_;  // reused: the simulation allocates only while buffers grow
     if (op.receives()) {
-      if (op.nRecv < 1 || (!op.reduces() && op.nRecv != 1)) return fail(p, step, "needs exactly one recv peer");
+      if (op.nRecv < 1 || (!op.reduces() && !op.accumulates() && op.nRecv != 1)) {
+        return fail(p, step, "needs exactly one recv peer");
+      }
       for (int i = 0; i < op.nRecv; ++i) {
         Fifo& fifo = fifos_[ends.recv[i]];
         Buffer& slot = fifo.front();
@@ -169,15 +173,22 @@ class Simulator {
       if (op.reduces()) {
         for (size_t e = 0; e < op.n; ++e) data[e] = Value::reduce(data[e], in[op.in + e]);
       }
+      if (op.accumulates()) {
+        for (size_t e = 0; e < op.n; ++e) data[e] = Value::reduce(data[e], out[op.out + e]);
+      }
     } else if (op.readsInput()) {
       data.assign(in.begin() + op.in, in.begin() + op.in + op.n);
+    } else if (op.readsOutput()) {
+      data.assign(out.begin() + op.out, out.begin() + op.out + op.n);
     } else {
       data.clear();
     }
     if (op.post) {
       for (Value& v : data) v = Value::post(v);
     }
-    if (op.writesOutput()) {
+    if (op.accumulates()) {
+      for (size_t e = 0; e < op.n; ++e) out[op.out + e] = data[e];  // replaces the partial result it reduced
+    } else if (op.writesOutput()) {
       for (size_t e = 0; e < op.n; ++e) out[op.out + e] = Value::store(out[op.out + e], data[e]);
     }
     if (op.sends()) {

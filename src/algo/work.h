@@ -60,6 +60,6 @@ BRAID_HOST_DEVICE inline Range half(Range r, int which) {
 }
 
 /// Connection ids: algorithms that run several patterns on one channel keep their FIFOs apart.
-enum ConnId : int { kConnRing = 0, kConnTree0 = 1, kConnTree1 = 2, kConnP2p = 3, kNumConnIds = 4 };
+enum ConnId : int { kConnRing = 0, kConnTree0 = 1, kConnTree1 = 2, kConnP2p = 3, kConnDoubling = 4, kNumConnIds = 5 };
 
 }  // namespace braid::algo

@@ -9,7 +9,7 @@
 namespace braid::core {
 namespace {
 
-constexpr const char* kAlgorithms[] = {"ring", "tree", "dbtree"};
+constexpr const char* kAlgorithms[] = {"ring", "tree", "dbtree", "doubling"};
 constexpr const char* kProtocols[] = {"simple", "ll", "ll128"};
 
 // True when the caller's struct (of `size` bytes) contains the field at `offset`.
@@ -116,7 +116,7 @@ Status applyUserConfig(const braidConfig_t* user, const CommConfig& base, CommCo
     c.deviceKind = static_cast<DeviceKind>(user->deviceKind);
   }
   if (BRAID_HAS_FIELD(user, algorithm) && user->algorithm != nullptr) {
-    BRAID_RETURN_IF_ERROR(checkSelection(user->algorithm, kAlgorithms, 3, "'config->algorithm'"));
+    BRAID_RETURN_IF_ERROR(checkSelection(user->algorithm, kAlgorithms, 4, "'config->algorithm'"));
     c.algorithm = user->algorithm;
   }
   if (BRAID_HAS_FIELD(user, protocol) && user->protocol != nullptr) {

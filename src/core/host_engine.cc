@@ -105,25 +105,22 @@ transport::SocketOptions socketOptions(int steps, size_t chunkBytes, int64_t tim
   return o;
 }
 
-// The first algorithm of `preference` that the config allows and that implements `coll`.
-algo::Algo pickAlgorithm(algo::Coll coll, const std::string& allowed) {
-  std::string list = allowed;
+// Which algorithms config->algorithm allows ("ring,tree", "^tree"; empty: all), one flag per Algo.
+// The config was validated at init: every name is known.
+std::vector<bool> allowedAlgorithms(const std::string& text) {
+  std::string list = text;
+  std::transform(list.begin(), list.end(), list.begin(), [](unsigned char c) { return std::tolower(c); });
   bool exclude = !list.empty() && list[0] == '^';
   if (exclude) list = list.substr(1);
-  std::transform(list.begin(), list.end(), list.begin(), [](unsigned char c) { return std::tolower(c); });
-  auto listed = [&](algo::Algo a) {
-    std::stringstream ss(list);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      if (item == algo::algoName(a)) return true;
+  std::vector<bool> allowed(static_cast<int>(algo::Algo::kNumAlgos), text.empty() || exclude);
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    for (int a = 0; a < static_cast<int>(algo::Algo::kNumAlgos); ++a) {
+      if (item == algo::algoName(static_cast<algo::Algo>(a))) allowed[a] = !exclude;
     }
-    return false;
-  };
-  for (algo::Algo a : {algo::Algo::kRing, algo::Algo::kDoubleTree, algo::Algo::kTree}) {
-    if (!algo::supports(coll, a)) continue;
-    if (allowed.empty() || listed(a) != exclude) return a;
   }
-  return algo::Algo::kRing;  // every collective has a ring form
+  return allowed;
 }
 
 }  // namespace
@@ -138,6 +135,7 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       chunkBytes_(chunkParam()),
       endpoint_(std::make_shared<transport::LoopbackEndpoint>(steps_, chunkBytes_)),
       registration_(commKey, rank, endpoint_),
+      allowed_(allowedAlgorithms(config.algorithm)),
       geometry_(algo::defaultGeometry(nranks)),
       sockets_(commKey, rank, nranks, socketOptions(steps_, chunkBytes_, config.timeoutMs), abort),
       fifos_(std::make_unique<Fifos>(*this)) {}
@@ -172,13 +170,26 @@ HostEngine::~HostEngine() = default;
 algo::CallShape HostEngine::decide(const CollRequest& r) const {
   algo::CallShape call;
   call.coll = r.coll;
-  call.algo = pickAlgorithm(r.coll, config_.algorithm);
   call.count = r.count;
   call.root = r.root;
   call.postOp = r.op == braidAvg;
   size_t elem = typeSize(r.type);
   size_t bytes = r.count * elem;
-  // Until the tuner (src/tune) exists: one channel, a second one for large messages.
+  // Until the tuner (src/tune) exists: the first of this order that the config allows and that
+  // implements the call; recursive doubling only up to kDoublingMaxBytes unless nothing else is
+  // allowed; the ring when nothing is (every collective has a ring form).
+  call.algo = algo::Algo::kRing;
+  algo::Algo order[] = {algo::Algo::kDoubling, algo::Algo::kRing, algo::Algo::kDoubleTree, algo::Algo::kTree,
+                        algo::Algo::kDoubling};
+  for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); ++i) {
+    algo::Algo a = order[i];
+    if (i == 0 && bytes > kDoublingMaxBytes) continue;
+    if (algo::supports(r.coll, a) && allowed_[static_cast<int>(a)]) {
+      call.algo = a;
+      break;
+    }
+  }
+  // One channel, a second one for large messages.
   int channels = bytes >= (size_t{4} << 20) ? 2 : 1;
   call.nChannels = std::min(config_.maxCTAs, std::max(config_.minCTAs, channels));
   call.chunkElems = std::max<size_t>(1, chunkBytes_ / elem);

@@ -46,6 +46,10 @@ struct P2pRequest {
 
 class HostEngine {
  public:
+  /// All-reduces up to this size use recursive doubling when allowed (measured crossover on the
+  /// 2-core VM, bench/NOTES.md; the tuner replaces it).
+  static constexpr size_t kDoublingMaxBytes = 16 * 1024;
+
   /// Registers this rank's endpoint; called before the bootstrap so peers find it once it completes.
   HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig& config, const std::atomic<bool>* abort);
   ~HostEngine();
@@ -92,6 +96,7 @@ class HostEngine {
   const size_t chunkBytes_;
   std::shared_ptr<transport::LoopbackEndpoint> endpoint_;
   transport::LoopbackRegistration registration_;
+  std::vector<bool> allowed_;  // by algo::Algo, from config->algorithm
   algo::Geometry geometry_;
   std::vector<Peer> peers_;
   std::vector<Path> paths_;

@@ -55,18 +55,20 @@ void HostPrims::publishSend(char** slots, size_t bytes) {
   for (int i = 0; i < nSend_; ++i) send_[i]->publish(bytes);
 }
 
-void HostPrims::reduceInto(char* dst, const char** slots, size_t inOff, size_t n, bool post) {
-  reduceElems(dst, slots[0], in(inOff), n, call_.type, call_.op);
+void HostPrims::reduceInto(char* dst, const char** slots, const char* src, size_t n, bool post) {
+  reduceElems(dst, slots[0], src, n, call_.type, call_.op);
   for (int i = 1; i < nRecv_; ++i) reduceElems(dst, dst, slots[i], n, call_.type, call_.op);
   if (post) divideElems(dst, dst, n, call_.type, call_.nranks);
 }
 
-void HostPrims::send(size_t inOff, size_t n) {
+void HostPrims::sendFrom(const char* src, size_t n) {
   char* slots[algo::kMaxPeers];
   if (stopped() || !takeSend(slots)) return;
-  std::memcpy(slots[0], in(inOff), n * call_.elemSize);
+  std::memcpy(slots[0], src, n * call_.elemSize);
   publishSend(slots, n * call_.elemSize);
 }
+
+void HostPrims::send(size_t inOff, size_t n) { sendFrom(in(inOff), n); }
 
 void HostPrims::copySend(size_t inOff, size_t outOff, size_t n) {
   if (stopped()) return;
@@ -99,7 +101,7 @@ void HostPrims::recvReduceSend(size_t inOff, size_t n) {
   const char* rslots[algo::kMaxPeers];
   char* sslots[algo::kMaxPeers];
   if (stopped() || !takeRecv(n * call_.elemSize, rslots) || !takeSend(sslots)) return;
-  reduceInto(sslots[0], rslots, inOff, n, false);
+  reduceInto(sslots[0], rslots, in(inOff), n, false);
   releaseRecv();
   publishSend(sslots, n * call_.elemSize);
 }
@@ -107,7 +109,7 @@ void HostPrims::recvReduceSend(size_t inOff, size_t n) {
 void HostPrims::recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool post) {
   const char* rslots[algo::kMaxPeers];
   if (stopped() || !takeRecv(n * call_.elemSize, rslots)) return;
-  reduceInto(out(outOff), rslots, inOff, n, post);
+  reduceInto(out(outOff), rslots, in(inOff), n, post);
   releaseRecv();
 }
 
@@ -116,7 +118,7 @@ void HostPrims::recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool p
   char* sslots[algo::kMaxPeers];
   size_t bytes = n * call_.elemSize;
   if (stopped() || !takeRecv(bytes, rslots) || !takeSend(sslots)) return;
-  reduceInto(out(outOff), rslots, inOff, n, post);
+  reduceInto(out(outOff), rslots, in(inOff), n, post);
   releaseRecv();
   std::memcpy(sslots[0], out(outOff), bytes);
   publishSend(sslots, bytes);
@@ -129,6 +131,15 @@ void HostPrims::copy(size_t inOff, size_t outOff, size_t n, bool post) {
   } else if (in(inOff) != out(outOff)) {
     std::memcpy(out(outOff), in(inOff), n * call_.elemSize);
   }
+}
+
+void HostPrims::sendOutput(size_t outOff, size_t n) { sendFrom(out(outOff), n); }
+
+void HostPrims::recvReduceOutput(size_t outOff, size_t n, bool post) {
+  const char* rslots[algo::kMaxPeers];
+  if (stopped() || !takeRecv(n * call_.elemSize, rslots)) return;
+  reduceInto(out(outOff), rslots, out(outOff), n, post);
+  releaseRecv();
 }
 
 HostPrims HostBackend::open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId) {

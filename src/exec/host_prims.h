@@ -60,6 +60,8 @@ class HostPrims {
   void recvReduceCopy(size_t in, size_t out, size_t n, bool post);
   void recvReduceCopySend(size_t in, size_t out, size_t n, bool post);
   void copy(size_t in, size_t out, size_t n, bool post);
+  void sendOutput(size_t out, size_t n);
+  void recvReduceOutput(size_t out, size_t n, bool post);
 
  private:
   const char* in(size_t off) const { return call_.input + off * call_.elemSize; }
@@ -70,8 +72,11 @@ class HostPrims {
   // Waits for every send slot; false (and failed) on abort.
   bool takeSend(char** slots);
   void publishSend(char** slots, size_t bytes);
-  // dst = recv slots reduced with the input at `inOff`; then the post-op if asked.
-  void reduceInto(char* dst, const char** slots, size_t inOff, size_t n, bool post);
+  // Waits for the send slots and sends `n` elements from `src`.
+  void sendFrom(const char* src, size_t n);
+  // dst = recv slots reduced with `src` (the input, or the output for an accumulation); then the
+  // post-op if asked.
+  void reduceInto(char* dst, const char** slots, const char* src, size_t n, bool post);
 
   const HostCall& call_;
   transport::HostFifo* recv_[algo::kMaxPeers] = {nullptr, nullptr};

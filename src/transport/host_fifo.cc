@@ -24,30 +24,39 @@ inline void cpuRelax() {
 #endif
 }
 
-size_t headerBytes() { return (sizeof(FifoBlock) + 63) / 64 * 64; }
+constexpr size_t kLine = 64;
+
+size_t roundUp(size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; }
+size_t headerBytes() { return roundUp(sizeof(FifoBlock)); }
+size_t strideFor(size_t slotBytes) { return roundUp(sizeof(SlotHeader) + slotBytes); }
 
 }  // namespace
 
-size_t HostFifo::blockBytes(int slots, size_t slotBytes) { return headerBytes() + slots * slotBytes; }
+size_t HostFifo::blockBytes(int slots, size_t slotBytes) { return headerBytes() + slots * strideFor(slotBytes); }
 
 HostFifo::HostFifo(int slots, size_t slotBytes)
-    : slots_(slots), slotBytes_(slotBytes), crossProcess_(false), owned_(new char[blockBytes(slots, slotBytes) + 64]) {
-  // Align the block to a cache line and construct the counters in it.
+    : slots_(slots),
+      slotBytes_(slotBytes),
+      stride_(strideFor(slotBytes)),
+      crossProcess_(false),
+      owned_(new char[blockBytes(slots, slotBytes) + kLine]()) {
+  // Align the block to a cache line and construct the counters in it (the slots are zeroed).
   void* p = owned_.get();
-  size_t space = blockBytes(slots, slotBytes) + 64;
-  p = std::align(64, blockBytes(slots, slotBytes), p, space);
+  size_t space = blockBytes(slots, slotBytes) + kLine;
+  p = std::align(kLine, blockBytes(slots, slotBytes), p, space);
   block_ = new (p) FifoBlock{};
-  data_ = static_cast<char*>(p) + headerBytes();
+  slots_ptr_ = static_cast<char*>(p) + headerBytes();
 }
 
 HostFifo::HostFifo(void* block, int slots, size_t slotBytes, int peerRank, long peerPid)
     : slots_(slots),
       slotBytes_(slotBytes),
+      stride_(strideFor(slotBytes)),
       crossProcess_(true),
       peerRank_(peerRank),
       peerPid_(peerPid),
       block_(static_cast<FifoBlock*>(block)),
-      data_(static_cast<char*>(block) + headerBytes()) {}
+      slots_ptr_(static_cast<char*>(block) + headerBytes()) {}
 
 namespace {
 
@@ -123,23 +132,35 @@ void HostFifo::notify() {
 
 char* HostFifo::waitWritable(const StopFlags& stop) {
   uint64_t tail = block_->tail.load(std::memory_order_relaxed);
-  auto ready = [&] { return tail - block_->head.load(std::memory_order_acquire) < static_cast<uint64_t>(slots_); };
-  if (!wait(ready, stop)) return nullptr;
+  const uint64_t slots = static_cast<uint64_t>(slots_);
+  if (tail - producerHead_ >= slots) {
+    // Looks full from here: read the consumer's head (only then, so as not to pull its line over).
+    auto ready = [&] {
+      producerHead_ = block_->head.load(std::memory_order_acquire);
+      return tail - producerHead_ < slots;
+    };
+    if (!wait(ready, stop)) return nullptr;
+  } else if (block_->closedBy.load(std::memory_order_acquire) != 0) {
+    return nullptr;
+  }
   return slot(tail);
 }
 
 void HostFifo::publish(size_t bytes) {
   uint64_t tail = block_->tail.load(std::memory_order_relaxed);
-  block_->sizes[tail % slots_] = bytes;
+  SlotHeader* h = header(tail);
+  h->size = bytes;
+  h->seq.store(tail + 1, std::memory_order_release);
   block_->tail.store(tail + 1, std::memory_order_release);
   notify();
 }
 
 const char* HostFifo::waitReadable(size_t* bytes, const StopFlags& stop) {
   uint64_t head = block_->head.load(std::memory_order_relaxed);
-  auto ready = [&] { return block_->tail.load(std::memory_order_acquire) > head; };
+  SlotHeader* h = header(head);
+  auto ready = [&] { return h->seq.load(std::memory_order_acquire) == head + 1; };
   if (!wait(ready, stop)) return nullptr;
-  *bytes = block_->sizes[head % slots_];
+  *bytes = h->size;
   return slot(head);
 }
 

@@ -4,14 +4,19 @@
 //          v                          v
 //   [ slot 0 | slot 1 | slot 2 | ... | slot S-1 ]      ring of S slots, counters grow forever
 //
-// The producer fills slot (tail % S) when tail - head < S, then publishes it by advancing tail;
-// the consumer reads slot (head % S) when head < tail, then frees it by advancing head. Each
-// counter is written by one side only (release) and read by the other (acquire).
+//   slot k % S:  [ seq | size | data ............ ]    seq = k + 1 once slot k is published
 //
-// The counters, slot sizes and slots live in one block (FifoBlock below, then the data), either
-// on this process's heap (loopback: both sides share the HostFifo object) or in a shared-memory
-// segment mapped by two processes (each side has its own HostFifo over the same block). A waiting
-// side spins briefly, then sleeps: on a condition variable within a process, in short growing naps
+// The producer fills slot (tail % S) when tail - head < S, then publishes it by writing its size
+// and, last (release), its sequence number; the consumer waits for the sequence number of slot
+// (head % S), reads it, then frees it by advancing head. The flag, the size and the first bytes of
+// data share a cache line, so a small message crosses between cores as one line; the producer
+// keeps its last view of head and reads the consumer's line only when the FIFO looks full. tail is
+// kept too, for the socket proxy's view. Each word is written by one side only.
+//
+// The counters and slots live in one block (FifoBlock below, then the slots), either on this
+// process's heap (loopback: both sides share the HostFifo object) or in a shared-memory segment
+// mapped by two processes (each side has its own HostFifo over the same block). A waiting side
+// spins briefly, then sleeps: on a condition variable within a process, in short growing naps
 // across processes (a condition variable cannot be shared between them), checking between naps
 // that the peer process still lives. A side that gives up on a call closes the FIFO, which ends the
 // other side's wait too: one failure spreads to every rank instead of leaving them waiting.
@@ -52,7 +57,12 @@ struct FifoBlock {
   alignas(64) std::atomic<uint64_t> head;
   alignas(64) std::atomic<uint64_t> tail;
   alignas(64) std::atomic<int32_t> closedBy;  // 0: open; rank + 1 of the side that gave up
-  uint64_t sizes[kMaxSteps];
+};
+
+/// The start of every slot; the data follows it.
+struct SlotHeader {
+  std::atomic<uint64_t> seq;  // counter + 1 of the slot's content once published
+  uint64_t size;              // bytes of data
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "FIFO counters must work across processes");
 
@@ -89,7 +99,7 @@ class HostFifo {
   uint64_t headCount() const { return block_->head.load(std::memory_order_acquire); }
   uint64_t tailCount() const { return block_->tail.load(std::memory_order_acquire); }
   char* slotAt(uint64_t counter) const { return slot(counter); }
-  size_t sizeAt(uint64_t counter) const { return block_->sizes[counter % slots_]; }
+  size_t sizeAt(uint64_t counter) const { return header(counter)->size; }
   /// Set before the FIFO is used; woken by every publish, release and close.
   void setObserver(FifoObserver* observer) { observer_ = observer; }
 
@@ -111,17 +121,22 @@ class HostFifo {
   void notify();
   template <class Ready>
   bool wait(Ready ready, const StopFlags& stop);
-  char* slot(uint64_t counter) const { return data_ + (counter % slots_) * slotBytes_; }
+  SlotHeader* header(uint64_t counter) const {
+    return reinterpret_cast<SlotHeader*>(slots_ptr_ + (counter % slots_) * stride_);
+  }
+  char* slot(uint64_t counter) const { return reinterpret_cast<char*>(header(counter)) + sizeof(SlotHeader); }
 
   const int slots_;
   const size_t slotBytes_;
+  const size_t stride_;  // bytes from one slot header to the next
   const bool crossProcess_;
   const int peerRank_ = -1;
   const long peerPid_ = 0;
   std::atomic<bool> peerDied_{false};
   std::unique_ptr<char[]> owned_;  // heap block (loopback)
   FifoBlock* block_;
-  char* data_;
+  char* slots_ptr_;
+  alignas(64) uint64_t producerHead_ = 0;  // the producer's last view of head (its side only)
   FifoObserver* observer_ = nullptr;
   std::atomic<int> pauseSpins_{0};
   std::atomic<int> sleepers_{0};

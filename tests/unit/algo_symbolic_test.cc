@@ -15,9 +15,9 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {Coll::kAllReduce, Algo::kRing},     {Coll::kAllReduce, Algo::kTree}, {Coll::kAllReduce, Algo::kDoubleTree},
-    {Coll::kBroadcast, Algo::kRing},     {Coll::kReduce, Algo::kRing},    {Coll::kAllGather, Algo::kRing},
-    {Coll::kReduceScatter, Algo::kRing},
+    {Coll::kAllReduce, Algo::kRing},     {Coll::kAllReduce, Algo::kTree},     {Coll::kAllReduce, Algo::kDoubleTree},
+    {Coll::kBroadcast, Algo::kRing},     {Coll::kReduce, Algo::kRing},        {Coll::kAllGather, Algo::kRing},
+    {Coll::kReduceScatter, Algo::kRing}, {Coll::kAllReduce, Algo::kDoubling},
 };
 
 // Element counts that give empty, partial, one-chunk and multi-chunk channels. Ring all-reduce cuts

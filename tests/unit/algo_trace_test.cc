@@ -34,6 +34,21 @@ TEST(Trace, TreeAllReduceTakesTwiceTheDepth) {
   }
 }
 
+// The fold of the extra ranks overlaps the first exchange of the ranks that take none, and the
+// unfold is one more hop: log2(P) + 1 off powers of two.
+TEST(Trace, DoublingTakesLog2StepsPlusOneOffPowersOfTwo) {
+  for (int n : {2, 3, 4, 5, 8, 12, 16, 64}) {
+    TraceResult t =
+        traceCollective(defaultGeometry(n), CallShape{Coll::kAllReduce, Algo::kDoubling, 64, 0, 1, 64, false}, 8);
+    ASSERT_TRUE(t.ok) << t.error;
+    int p = 1, log2p = 0;
+    while (p * 2 <= n) p *= 2, ++log2p;
+    EXPECT_EQ(t.steps, log2p + (p == n ? 0 : 1)) << "n=" << n;
+    // The whole buffer every step: a rank sends 64 elements per exchange (and once more to unfold).
+    EXPECT_EQ(t.maxRankSendElems, size_t(64) * (log2p + (p == n ? 0 : 1))) << "n=" << n;
+  }
+}
+
 TEST(Trace, SixtyFourRanksRingVersusTree) {
   Geometry g = defaultGeometry(64);
   TraceResult ring = traceCollective(g, CallShape{Coll::kAllReduce, Algo::kRing, 64 * 8, 0, 1, 8, false}, 8);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/datatype.h"
+#include "core/host_engine.h"
 #include "exec/host_reduce.h"
 #include "thread_ranks.h"
 
@@ -202,7 +203,10 @@ INSTANTIATE_TEST_SUITE_P(Loopback, HostCollectives,
                                            Param{5, "ring"}, Param{7, "ring"}, Param{8, "ring"}, Param{13, "ring"},
                                            Param{16, "ring"}, Param{1, "tree"}, Param{2, "tree"}, Param{5, "tree"},
                                            Param{8, "tree"}, Param{13, "tree"}, Param{2, "dbtree"}, Param{3, "dbtree"},
-                                           Param{7, "dbtree"}, Param{16, "dbtree"}),
+                                           Param{7, "dbtree"}, Param{16, "dbtree"}, Param{1, "doubling"},
+                                           Param{2, "doubling"}, Param{3, "doubling"}, Param{4, "doubling"},
+                                           Param{5, "doubling"}, Param{7, "doubling"}, Param{8, "doubling"},
+                                           Param{13, "doubling"}),
                          [](const ::testing::TestParamInfo<Param>& pi) {
                            return std::string(pi.param.algorithm) + "_" + std::to_string(pi.param.nranks);
                          });
@@ -215,6 +219,35 @@ TEST(HostCollectivesLarge, MillionPlusThree) {
     checkCollective(comms, coll, TypeOp{braidFloat32, braidSum}, (size_t{1} << 20) + 3, false, 1);
     if (::testing::Test::HasFatalFailure()) return;
   }
+  // Recursive doubling when it is the only algorithm allowed, whatever the size (with a fold: 6 ranks).
+  ThreadComms doubling(6, "doubling");
+  checkCollective(doubling, C::kAllReduce, TypeOp{braidFloat32, braidSum}, (size_t{1} << 20) + 3, false, 0);
+}
+
+// The host engine's choice (until the tuner): recursive doubling for small all-reduces, the ring
+// above, the config's list respected, and doubling at any size when it is the only one allowed.
+TEST(HostDecision, SmallAllReducesDoubleLargeOnesRing) {
+  using braid::algo::Algo;
+  using braid::algo::Coll;
+  auto pick = [](const char* allowed, Coll coll, size_t bytes) {
+    braid::core::CommConfig config;
+    config.algorithm = allowed;
+    std::atomic<bool> abort{false};
+    braid::core::HostEngine engine(0x5eed, 0, 4, config, &abort);
+    braid::core::CollRequest r;
+    r.coll = coll;
+    r.count = bytes / 4;
+    return engine.decide(r).algo;
+  };
+  const size_t small = braid::core::HostEngine::kDoublingMaxBytes, large = small + 4;
+  EXPECT_EQ(pick("", Coll::kAllReduce, small), Algo::kDoubling);
+  EXPECT_EQ(pick("", Coll::kAllReduce, large), Algo::kRing);
+  EXPECT_EQ(pick("", Coll::kAllGather, small), Algo::kRing);
+  EXPECT_EQ(pick("^doubling", Coll::kAllReduce, 8), Algo::kRing);
+  EXPECT_EQ(pick("tree", Coll::kAllReduce, 8), Algo::kTree);
+  EXPECT_EQ(pick("DBTREE,tree", Coll::kAllReduce, large), Algo::kDoubleTree);
+  EXPECT_EQ(pick("doubling", Coll::kAllReduce, 100 * large), Algo::kDoubling);
+  EXPECT_EQ(pick("doubling", Coll::kBroadcast, 8), Algo::kRing);  // every collective has a ring form
 }
 
 }  // namespace
