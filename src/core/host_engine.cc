@@ -15,12 +15,18 @@ namespace braid::core {
 
 // Resolves (channel, conn, src, dst) to the receiver's FIFO: the peer's loopback endpoint when it
 // is a thread of this process, a shared-memory segment when it is another process of this host.
-// Lookups are cached; a segment that cannot be made is remembered as the error of the call.
+// Lookups are cached (the first channels without a lock: every call opens its connections); a
+// segment that cannot be made is remembered as the error of the call.
 class HostEngine::Fifos : public exec::FifoResolver {
  public:
-  explicit Fifos(HostEngine& engine) : engine_(engine) {}
+  explicit Fifos(HostEngine& engine)
+      : engine_(engine), fast_(new std::atomic<transport::HostFifo*>[fastSlots(engine.nranks_)]()) {}
 
   transport::HostFifo* fifo(int channel, int connId, int src, int dst) override {
+    std::atomic<transport::HostFifo*>* fast = fastEntry(channel, connId, src, dst);
+    if (fast != nullptr) {
+      if (transport::HostFifo* f = fast->load(std::memory_order_acquire)) return f;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto key = std::make_tuple(channel, connId, src, dst);
     auto it = cache_.find(key);
@@ -55,6 +61,7 @@ class HostEngine::Fifos : public exec::FifoResolver {
     }
     if (f != nullptr && engine_.busyPoll_) f->setPauseSpins(transport::HostFifo::kBusyPauseSpins);
     cache_.emplace(key, f);
+    if (fast != nullptr) fast->store(f, std::memory_order_release);
     return f;
   }
 
@@ -74,7 +81,18 @@ class HostEngine::Fifos : public exec::FifoResolver {
   }
 
  private:
+  static constexpr int kFastChannels = 4;
+  static size_t fastSlots(int nranks) { return size_t{kFastChannels} * algo::kNumConnIds * nranks * 2; }
+  // The lock-free cache entry of a connection of this rank, or null beyond kFastChannels.
+  std::atomic<transport::HostFifo*>* fastEntry(int channel, int connId, int src, int dst) {
+    if (channel < 0 || channel >= kFastChannels || connId < 0 || connId >= algo::kNumConnIds) return nullptr;
+    bool sending = src == engine_.rank_;
+    size_t peer = static_cast<size_t>(sending ? dst : src);
+    return &fast_[((static_cast<size_t>(channel) * algo::kNumConnIds + connId) * engine_.nranks_ + peer) * 2 + sending];
+  }
+
   HostEngine& engine_;
+  std::unique_ptr<std::atomic<transport::HostFifo*>[]> fast_;
   std::mutex mu_;
   std::map<std::tuple<int, int, int, int>, transport::HostFifo*> cache_;
   std::vector<std::shared_ptr<transport::LoopbackEndpoint>> endpoints_;

@@ -32,19 +32,20 @@ Status runHostCall(const algo::Geometry& geometry, const algo::CallShape& call, 
   HostCall host = hostIn;
   host.failure = &failure;
   const int lanes = algo::numLanes(call.algo);
-  std::vector<algo::WorkArgs> work;
-  for (int ch = 0; ch < call.nChannels; ++ch) work.push_back(algo::workFor(geometry, host.rank, ch, call));
-  std::vector<std::unique_ptr<HostBackend>> backends;
-  std::vector<std::function<void()>> tasks;
-  for (int ch = 0; ch < call.nChannels; ++ch) {
-    for (int lane = 0; lane < lanes; ++lane) {
-      backends.push_back(std::make_unique<HostBackend>(host, fifos, ch));
-      HostBackend* b = backends.back().get();
-      const algo::WorkArgs* w = &work[ch];
-      tasks.push_back([b, w, lane, &call] { algo::runLane(*b, call.coll, call.algo, *w, lane); });
-    }
+  if (call.nChannels == 1 && lanes == 1) {
+    // The common small call: one program, on this thread, nothing allocated.
+    algo::WorkArgs w = algo::workFor(geometry, host.rank, 0, call);
+    HostBackend b(host, fifos, 0);
+    algo::runLane(b, call.coll, call.algo, w, 0);
+  } else {
+    std::vector<algo::WorkArgs> work;
+    for (int ch = 0; ch < call.nChannels; ++ch) work.push_back(algo::workFor(geometry, host.rank, ch, call));
+    pool.runAll(call.nChannels * lanes, [&](int task) {
+      int ch = task / lanes;
+      HostBackend b(host, fifos, ch);
+      algo::runLane(b, call.coll, call.algo, work[ch], task % lanes);
+    });
   }
-  pool.runAll(tasks);
   return outcome(failure, host, algo::collName(call.coll));
 }
 
@@ -55,8 +56,6 @@ Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs
   host.failure = &failure;
   algo::orderP2p(host.rank, host.nranks, &sends, &recvs);
   std::vector<algo::WorkArgs> work(nChannels);
-  std::vector<std::unique_ptr<HostBackend>> backends;
-  std::vector<std::function<void()>> tasks;
   for (int ch = 0; ch < nChannels; ++ch) {
     algo::WorkArgs& w = work[ch];
     w.rank = host.rank;
@@ -64,20 +63,17 @@ Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs
     w.channel = ch;
     w.nChannels = nChannels;
     w.chunkElems = chunkBytes;
-    for (int lane = 0; lane < 2; ++lane) {
-      backends.push_back(std::make_unique<HostBackend>(host, fifos, ch));
-      HostBackend* b = backends.back().get();
-      const std::vector<algo::P2pOp>& ops = lane == 0 ? sends : recvs;
-      if (ops.empty()) continue;
-      tasks.push_back([b, &w, &ops, lane] {
-        if (lane == 0)
-          algo::p2pSendLane(*b, w, ops.data(), static_cast<int>(ops.size()));
-        else
-          algo::p2pRecvLane(*b, w, ops.data(), static_cast<int>(ops.size()));
-      });
-    }
   }
-  pool.runAll(tasks);
+  // Two lanes per channel: sends, receives (a lane with nothing to do returns at once).
+  pool.runAll(nChannels * 2, [&](int task) {
+    const algo::WorkArgs& w = work[task / 2];
+    HostBackend b(host, fifos, w.channel);
+    if (task % 2 == 0) {
+      if (!sends.empty()) algo::p2pSendLane(b, w, sends.data(), static_cast<int>(sends.size()));
+    } else if (!recvs.empty()) {
+      algo::p2pRecvLane(b, w, recvs.data(), static_cast<int>(recvs.size()));
+    }
+  });
   return outcome(failure, host, "send/recv");
 }
 

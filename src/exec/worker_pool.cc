@@ -18,9 +18,10 @@ void WorkerPool::loop(Worker* w) {
   while (true) {
     w->cv.wait(lock, [w] { return w->stop || w->task != nullptr; });
     if (w->stop) return;
-    const std::function<void()>* task = w->task;
+    const std::function<void(int)>* task = w->task;
+    int index = w->index;
     lock.unlock();
-    (*task)();
+    (*task)(index);
     lock.lock();
     w->task = nullptr;
     w->done = true;
@@ -28,22 +29,23 @@ void WorkerPool::loop(Worker* w) {
   }
 }
 
-void WorkerPool::runAll(const std::vector<std::function<void()>>& tasks) {
-  if (tasks.empty()) return;
-  while (workers_.size() + 1 < tasks.size()) {
+void WorkerPool::runAll(int count, const std::function<void(int)>& task) {
+  if (count <= 0) return;
+  while (workers_.size() + 1 < static_cast<size_t>(count)) {
     auto w = std::make_unique<Worker>();
     w->thread = std::thread(loop, w.get());
     workers_.push_back(std::move(w));
   }
-  for (size_t i = 1; i < tasks.size(); ++i) {
+  for (int i = 1; i < count; ++i) {
     Worker* w = workers_[i - 1].get();
     std::lock_guard<std::mutex> lock(w->mu);
-    w->task = &tasks[i];
+    w->task = &task;
+    w->index = i;
     w->done = false;
     w->cv.notify_all();
   }
-  tasks[0]();
-  for (size_t i = 1; i < tasks.size(); ++i) {
+  task(0);
+  for (int i = 1; i < count; ++i) {
     Worker* w = workers_[i - 1].get();
     std::unique_lock<std::mutex> lock(w->mu);
     w->cv.wait(lock, [w] { return w->done; });

@@ -20,15 +20,16 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  /// Runs every task concurrently; returns when all have returned.
-  void runAll(const std::vector<std::function<void()>>& tasks);
+  /// Runs task(0) .. task(count - 1) concurrently; returns when all have returned.
+  void runAll(int count, const std::function<void(int)>& task);
 
  private:
   struct Worker {
     std::thread thread;
     std::mutex mu;
     std::condition_variable cv;
-    const std::function<void()>* task = nullptr;
+    const std::function<void(int)>* task = nullptr;
+    int index = 0;
     bool done = true;
     bool stop = false;
   };
