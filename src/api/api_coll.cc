@@ -26,12 +26,10 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
     r.type = args.type;
     r.op = args.op;
     r.root = args.rootOrPeer;
+    if (core::groupDepth() == 0) return comm->collective(r);  // the common case: nothing to hold
     // A call held by a group reports through braidGroupEnd: name the call that failed there.
-    std::string name = core::groupDepth() > 0 ? std::string(function) : std::string();
-    return core::runOrDefer([comm, r, name]() {
-      Status st = comm->collective(r);
-      return name.empty() ? st : st.withContext(name);
-    });
+    std::string name(function);
+    return core::runOrDefer([comm, r, name]() { return comm->collective(r).withContext(name); });
   });
 }
 
