@@ -17,7 +17,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/braidConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/braidConfig.cmake ${PROJECT_BINARY_DIR}/braidConfigVersion.cmake
   DESTINATION ${braid_cmake_dir})
 
-set(braid_pc_private_libs "-lpthread -ldl")
+set(braid_pc_private_libs "-lhwloc -lpthread -ldl")
 if(BRAID_ENABLE_CUDA)
   # libbraid.a needs the static CUDA runtime; the shared library carries it inside.
   set(braid_pc_private_libs "${braid_pc_private_libs} -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt")

@@ -9,8 +9,10 @@
 
 #include "core/call_check.h"
 #include "core/log.h"
+#include "core/machine.h"
 #include "core/param.h"
 #include "exec/cuda_device.h"
+#include "topology/topo_xml.h"
 
 namespace braid::core {
 namespace {
@@ -97,28 +99,28 @@ Status Comm::init(const bootstrap::UniqueIdBytes& id) {
   options.abort = &abortFlag_;
   BRAID_RETURN_IF_ERROR(bootstrap::Bootstrap::create(id, rank_, nranks_, options, &bootstrap_));
   BRAID_RETURN_IF_ERROR(exchangePeerInfo());
+  BRAID_RETURN_IF_ERROR(dumpTopology());
   BRAID_INFO(log::Subsys::kInit, "comm ", std::hex, idHash_, std::dec, " rank ", rank_, " of ", nranks_, " ready on ",
              cudaDevice_ >= 0 ? "CUDA device " + std::to_string(cudaDevice_) : std::string("host memory"));
   return Status::ok();
 }
 
+// With BRAID_TOPO_DUMP_FILE, the ranks gather their hosts' topologies and rank 0 writes them.
+Status Comm::dumpTopology() {
+  std::string path = param::getString(param::Id::kTopoDumpFile);
+  if (path.empty()) return Status::ok();
+  topology::System system;
+  BRAID_RETURN_IF_ERROR(communicatorTopology(*bootstrap_, &system));
+  if (rank_ != 0) return Status::ok();
+  BRAID_RETURN_IF_ERROR(topology::writeTopologyFile(path, system).withContext("BRAID_TOPO_DUMP_FILE"));
+  BRAID_INFO(log::Subsys::kGraph, "topology of ", system.hosts.size(), " host(s) written to ", path);
+  return Status::ok();
+}
+
 namespace {
 
-// Which machine this process runs on: BRAID_HOSTID when set (tests pretend to be several hosts),
-// else the host name and the kernel's boot id (two containers of one name on different machines
-// differ, one machine rebooted does not matter within a job).
-uint64_t hostIdentity() {
-  std::string id = param::getString(param::Id::kHostId);
-  if (id.empty()) {
-    char name[256] = {0};
-    gethostname(name, sizeof(name) - 1);
-    id = name;
-    if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
-      char boot[64] = {0};
-      if (std::fgets(boot, sizeof(boot), f) != nullptr) id += std::string(":") + boot;
-      std::fclose(f);
-    }
-  }
+uint64_t hostHash() {
+  std::string id = hostIdentity();
   return hashBytes(id.data(), id.size());
 }
 
@@ -133,7 +135,7 @@ Status Comm::exchangePeerInfo() {
     net::SocketAddress socket;
   };
   std::vector<PeerInfo> peers(nranks_);
-  peers[rank_] = {static_cast<int64_t>(getpid()), hostIdentity(), net::SocketAddress{}};
+  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), net::SocketAddress{}};
   if (host_ != nullptr) {
     BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].socket));
   }

@@ -79,6 +79,7 @@ class Comm {
   explicit Comm(const InitArgs& args);
   Status init(const bootstrap::UniqueIdBytes& id);
   Status exchangePeerInfo();
+  Status dumpTopology();
   Status failOnRemoteError(Status s);
   void runInit(const bootstrap::UniqueIdBytes& id);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -12,6 +13,17 @@ namespace braid::exec {
 /// Number of usable CUDA devices; 0 without CUDA support, driver or GPU. `why` (optional) gets the
 /// reason when the answer is 0.
 int cudaDeviceCount(std::string* why = nullptr);
+
+/// What topology discovery needs to know of one device.
+struct CudaDeviceInfo {
+  int ordinal = -1;
+  std::string busId;  // as the runtime writes it ("0000:18:00.0")
+  int sm = 0;         // compute capability x 10
+  std::string name;
+};
+
+/// Every usable device; empty without CUDA support, driver or GPU.
+std::vector<CudaDeviceInfo> cudaDevices();
 
 /// The calling thread's current CUDA device.
 Status cudaCurrentDevice(int* device);

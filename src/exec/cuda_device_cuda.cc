@@ -24,6 +24,21 @@ int cudaDeviceCount(std::string* why) {
   return count;
 }
 
+std::vector<CudaDeviceInfo> cudaDevices() {
+  std::vector<CudaDeviceInfo> out;
+  int count = cudaDeviceCount();
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    char bus[32] = {0};
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess || cudaDeviceGetPCIBusId(bus, sizeof(bus), d) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    out.push_back(CudaDeviceInfo{d, bus, prop.major * 10 + prop.minor, prop.name});
+  }
+  return out;
+}
+
 Status cudaCurrentDevice(int* device) { return cudaStatus("cudaGetDevice", cudaGetDevice(device)); }
 
 Status cudaSelectDevice(int device) { return cudaStatus("cudaSetDevice", cudaSetDevice(device)); }

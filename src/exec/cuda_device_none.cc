@@ -8,6 +8,8 @@ int cudaDeviceCount(std::string* why) {
   return 0;
 }
 
+std::vector<CudaDeviceInfo> cudaDevices() { return {}; }
+
 Status cudaCurrentDevice(int* device) {
   *device = -1;
   return invalidUsage("braid was built without CUDA support (BRAID_ENABLE_CUDA=OFF)");

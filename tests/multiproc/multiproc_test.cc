@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <regex>
@@ -17,6 +18,7 @@
 #include "bootstrap/bootstrap.h"
 #include "harness.h"
 #include "mp_util.h"
+#include "topology/topo_xml.h"
 
 namespace braid::test {
 namespace {
@@ -210,6 +212,23 @@ TEST_P(KilledMidCollective, OthersFailPromptlyNamingIt) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, KilledMidCollective, ::testing::Range(0, 3),
                          [](const auto& p) { return std::string(kTransports[p.param].name); });
+
+// BRAID_TOPO_DUMP_FILE: the ranks gather their hosts' topologies through the bootstrap and rank 0
+// writes one file with every host once (here 3 ranks on two pretended hosts).
+TEST(Topology, DumpHoldsEveryHostOnce) {
+  std::string path = "/tmp/braid-topo-dump-" + std::to_string(getpid()) + ".xml";
+  std::vector<Report> reports =
+      runRanks(3, allRanks(3), "id", {"BRAID_TEST_HOSTS=2", "BRAID_DEVICE=cpu", "BRAID_TOPO_DUMP_FILE=" + path});
+  for (const Report& r : reports) EXPECT_TRUE(r.ok()) << r.describe();
+  topology::System system;
+  Status st = topology::readTopologyFile(path, &system);
+  std::remove(path.c_str());
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(system.hosts.size(), 2u);
+  EXPECT_EQ(system.hosts[0].id, "test-host-0");
+  EXPECT_EQ(system.hosts[1].id, "test-host-1");
+  for (const topology::Host& h : system.hosts) EXPECT_GE(h.count(topology::NodeKind::kCpu), 1);
+}
 
 TEST(Split, EvenAndOddHalves) {
   for (int n : {2, 5}) {
