@@ -227,18 +227,29 @@ struct NvmlPciInfo {
 };
 using NvmlDevice = void*;
 constexpr int kNvmlMaxLinks = 18;
+constexpr int kNvmlRemoteGpu = 0;     // NVML_NVLINK_DEVICE_TYPE_GPU
+constexpr int kNvmlRemoteSwitch = 2;  // NVML_NVLINK_DEVICE_TYPE_SWITCH
+constexpr int kNvmlRemoteUnknown = 0xff;
+constexpr int kNvmlP2pNvLink = 2;  // NVML_P2P_CAPS_INDEX_NVLINK; status 0 is NVML_P2P_STATUS_OK
+
+/// One active NVLink of a GPU: what NVML says is at the far end.
+struct RemoteEnd {
+  std::string busId;  // "" when NVML hides it (VMs report ffff:ff:ff.0)
+  int type = kNvmlRemoteUnknown;
+};
 
 class Nvml {
  public:
   Nvml() {
     lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib_ == nullptr) return;
-    init_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlInit_v2"));
-    shutdown_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown"));
-    byBusId_ = reinterpret_cast<int (*)(const char*, NvmlDevice*)>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
-    linkState_ = reinterpret_cast<int (*)(NvmlDevice, unsigned, int*)>(dlsym(lib_, "nvmlDeviceGetNvLinkState"));
-    remote_ = reinterpret_cast<int (*)(NvmlDevice, unsigned, NvmlPciInfo*)>(
-        dlsym(lib_, "nvmlDeviceGetNvLinkRemotePciInfo_v2"));
+    load(&init_, "nvmlInit_v2");
+    load(&shutdown_, "nvmlShutdown");
+    load(&byBusId_, "nvmlDeviceGetHandleByPciBusId_v2");
+    load(&linkState_, "nvmlDeviceGetNvLinkState");
+    load(&remote_, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    load(&remoteType_, "nvmlDeviceGetNvLinkRemoteDeviceType");  // newer drivers only
+    load(&p2p_, "nvmlDeviceGetP2PStatus");
     ready_ = init_ != nullptr && shutdown_ != nullptr && byBusId_ != nullptr && linkState_ != nullptr &&
              remote_ != nullptr && init_() == 0;
   }
@@ -248,22 +259,41 @@ class Nvml {
   }
   bool ready() const { return ready_; }
 
-  /// The bus ids at the far end of each active NVLink of the GPU at `busId`.
-  std::vector<std::string> remotes(const std::string& busId) {
-    std::vector<std::string> out;
-    NvmlDevice dev = nullptr;
-    if (byBusId_(busId.c_str(), &dev) != 0) return out;
+  /// The far ends of the active NVLinks of the GPU at `busId`.
+  std::vector<RemoteEnd> remotes(const std::string& busId) {
+    std::vector<RemoteEnd> out;
+    NvmlDevice dev = device(busId);
+    if (dev == nullptr) return out;
     for (unsigned link = 0; link < kNvmlMaxLinks; ++link) {
       int active = 0;
-      NvmlPciInfo pci{};
       if (linkState_(dev, link, &active) != 0 || active == 0) continue;
-      if (remote_(dev, link, &pci) != 0) continue;
-      out.push_back(normaliseBusId(pci.busId));
+      RemoteEnd end;
+      NvmlPciInfo pci{};
+      if (remote_(dev, link, &pci) == 0) end.busId = normaliseBusId(pci.busId);
+      if (end.busId.rfind("ffff:ff:ff", 0) == 0) end.busId.clear();
+      if (remoteType_ != nullptr && remoteType_(dev, link, &end.type) != 0) end.type = kNvmlRemoteUnknown;
+      out.push_back(end);
     }
     return out;
   }
 
+  /// Whether NVML reports NVLink peer access between the GPUs at `a` and `b`.
+  bool nvlinkPeers(const std::string& a, const std::string& b) {
+    NvmlDevice x = device(a), y = device(b);
+    int status = -1;
+    return p2p_ != nullptr && x != nullptr && y != nullptr && p2p_(x, y, kNvmlP2pNvLink, &status) == 0 && status == 0;
+  }
+
  private:
+  template <class F>
+  void load(F** fn, const char* name) {
+    *fn = reinterpret_cast<F*>(dlsym(lib_, name));
+  }
+  NvmlDevice device(const std::string& busId) {
+    NvmlDevice dev = nullptr;
+    return byBusId_(busId.c_str(), &dev) == 0 ? dev : nullptr;
+  }
+
   void* lib_ = nullptr;
   bool ready_ = false;
   int (*init_)() = nullptr;
@@ -271,10 +301,30 @@ class Nvml {
   int (*byBusId_)(const char*, NvmlDevice*) = nullptr;
   int (*linkState_)(NvmlDevice, unsigned, int*) = nullptr;
   int (*remote_)(NvmlDevice, unsigned, NvmlPciInfo*) = nullptr;
+  int (*remoteType_)(NvmlDevice, unsigned, int*) = nullptr;
+  int (*p2p_)(NvmlDevice, NvmlDevice, int, int*) = nullptr;
 };
 
-// Adds the NVLinks NVML reports: GPU to GPU, or GPU to NVSwitch (made by bus id when hwloc did
-// not show it), one Link per pair with the link count.
+int findByBusId(const Host& host, const std::string& busId) {
+  for (size_t i = 0; i < host.nodes.size(); ++i) {
+    if (!busId.empty() && host.nodes[i].busId == busId) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int addNvSwitch(Host* host, const std::string& busId) {
+  Node sw;
+  sw.kind = NodeKind::kNvSwitch;
+  sw.id = "nvs" + std::to_string(host->count(NodeKind::kNvSwitch));
+  sw.busId = busId;
+  host->nodes.push_back(sw);
+  return static_cast<int>(host->nodes.size()) - 1;
+}
+
+// Adds the NVLinks NVML reports, one Link per pair of ends with the link count. A far end is found
+// by bus id (a GPU, or an NVSwitch made on first sight). Where NVML hides the far end's bus id (as
+// in VMs), the links go to the GPU that NVML reports as the only NVLink peer, or, when there are
+// several peers, to one switch shared by them.
 void addNvLinks(Host* host) {
   Nvml nvml;
   if (!nvml.ready()) {
@@ -282,23 +332,34 @@ void addNvLinks(Host* host) {
     return;
   }
   std::map<std::pair<int, int>, int> counts;
-  for (int g : host->nodesOf(NodeKind::kGpu)) {
-    for (const std::string& remote : nvml.remotes(host->nodes[g].busId)) {
-      int other = -1;
-      for (size_t i = 0; i < host->nodes.size(); ++i) {
-        if (host->nodes[i].busId == remote) other = static_cast<int>(i);
-      }
+  std::vector<int> gpus = host->nodesOf(NodeKind::kGpu);
+  int hiddenSwitch = -1;
+  for (int g : gpus) {
+    int hidden = 0;
+    for (const RemoteEnd& end : nvml.remotes(host->nodes[g].busId)) {
+      int other = findByBusId(*host, end.busId);
+      if (other < 0 && !end.busId.empty() && end.type != kNvmlRemoteGpu) other = addNvSwitch(host, end.busId);
       if (other < 0) {
-        Node sw;
-        sw.kind = NodeKind::kNvSwitch;
-        sw.id = "nvs" + std::to_string(host->count(NodeKind::kNvSwitch));
-        sw.busId = remote;
-        other = static_cast<int>(host->nodes.size());
-        host->nodes.push_back(sw);
+        ++hidden;
+        continue;
       }
       if (host->nodes[other].kind == NodeKind::kGpu && other < g) continue;  // counted from the other GPU
       ++counts[{g, other}];
     }
+    if (hidden == 0) continue;
+    std::vector<int> peers;
+    for (int q : gpus) {
+      if (q != g && nvml.nvlinkPeers(host->nodes[g].busId, host->nodes[q].busId)) peers.push_back(q);
+    }
+    if (peers.size() == 1) {
+      if (peers[0] > g) counts[{g, peers[0]}] += hidden;
+    } else {
+      if (hiddenSwitch < 0) hiddenSwitch = addNvSwitch(host, "");
+      counts[{g, hiddenSwitch}] += hidden;
+    }
+    BRAID_INFO(log::Subsys::kGraph, host->nodes[g].id, ": NVML hides the far end of ", hidden, " NVLink(s); ",
+               peers.size() == 1 ? "they go to " + host->nodes[peers[0]].id + ", its only NVLink peer"
+                                 : std::string("taken as a switch shared with its NVLink peers"));
   }
   for (const auto& kv : counts) {
     Link l;

@@ -14,7 +14,8 @@
 namespace braid::topology {
 namespace {
 
-const char* kFixtures[] = {"nvswitch-8gpu.xml", "nvswitch-2x8gpu.xml", "h200-2gpu.xml", "pcie-4gpu-2socket.xml"};
+const char* kFixtures[] = {"nvswitch-8gpu.xml", "nvswitch-2x8gpu.xml", "h200-2gpu.xml", "pcie-4gpu-2socket.xml",
+                           "h200-2gpu-discovered.xml"};
 
 std::string fixturePath(const std::string& name) { return std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/" + name; }
 
