@@ -3,12 +3,14 @@
 //   braid-topo -f FILE          load a topology file (any number of hosts) instead
 //   braid-topo ... --xml        print the topology as XML (docs/topology.md) instead
 //   braid-topo ... -o OUT       also write it to OUT as XML
+// With GPUs, it also prints the rings a communicator of one rank per GPU would use.
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "core/machine.h"
 #include "topology/graph.h"
+#include "topology/search.h"
 #include "topology/topo_xml.h"
 
 namespace {
@@ -52,6 +54,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid-topo: %s\n", st.message().c_str());
     return 1;
   }
-  std::fputs(xml ? topology::writeTopology(system).c_str() : topology::describe(system).c_str(), stdout);
+  if (xml) {
+    std::fputs(topology::writeTopology(system).c_str(), stdout);
+    return 0;
+  }
+  std::fputs(topology::describe(system).c_str(), stdout);
+  if (system.gpuCount() > 0) {
+    // The rings of a communicator with one rank per GPU, ranks in host then device order.
+    topology::SearchResult rings;
+    st = topology::searchRings(system, topology::oneRankPerGpu(system), 32, &rings);
+    if (!st.isOk()) {
+      std::fprintf(stderr, "braid-topo: %s\n", st.message().c_str());
+      return 1;
+    }
+    std::printf("\none rank per GPU (%d ranks):\n%s", system.gpuCount(), topology::describeSearch(rings).c_str());
+    for (const std::string& why : rings.reasons) std::printf("  why: %s\n", why.c_str());
+  }
   return 0;
 }
