@@ -132,10 +132,11 @@ Status Comm::exchangePeerInfo() {
   struct PeerInfo {
     int64_t pid;
     uint64_t host;
+    int64_t cpus;
     net::SocketAddress socket;
   };
   std::vector<PeerInfo> peers(nranks_);
-  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), net::SocketAddress{}};
+  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(), net::SocketAddress{}};
   if (host_ != nullptr) {
     BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].socket));
   }
@@ -146,6 +147,8 @@ Status Comm::exchangePeerInfo() {
     info[r].sameHost = peers[r].host == peers[rank_].host;
     info[r].sameProcess = info[r].sameHost && peers[r].pid == peers[rank_].pid;
     info[r].pid = static_cast<long>(peers[r].pid);
+    info[r].host = peers[r].host;
+    info[r].cpus = static_cast<int>(peers[r].cpus);
     info[r].socket = peers[r].socket;
   }
   return host_->setPeers(std::move(info));

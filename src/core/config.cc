@@ -5,12 +5,10 @@
 #include <cstddef>
 
 #include "core/param.h"
+#include "tune/tuner.h"
 
 namespace braid::core {
 namespace {
-
-constexpr const char* kAlgorithms[] = {"ring", "tree", "dbtree", "doubling"};
-constexpr const char* kProtocols[] = {"simple", "ll", "ll128"};
 
 // True when the caller's struct (of `size` bytes) contains the field at `offset`.
 bool hasField(size_t size, size_t offset, size_t fieldSize) { return size >= offset + fieldSize; }
@@ -49,29 +47,6 @@ Status defaultConfig(CommConfig* out) {
   c.timeoutMs = seconds * 1000;
   BRAID_RETURN_IF_ERROR(deviceKindFromParam(&c.deviceKind));
   *out = c;
-  return Status::ok();
-}
-
-Status checkSelection(const std::string& text, const char* const* known, int numKnown, const char* what) {
-  std::string list = text;
-  if (!list.empty() && list[0] == '^') list = list.substr(1);
-  size_t start = 0;
-  int items = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
-    std::transform(item.begin(), item.end(), item.begin(), [](unsigned char c) { return std::tolower(c); });
-    bool found = false;
-    for (int i = 0; i < numKnown; ++i) found = found || item == known[i];
-    if (!found) {
-      std::string names;
-      for (int i = 0; i < numKnown; ++i) names += std::string(i ? ", " : "") + known[i];
-      return invalidArgument(std::string(what) + " '" + text + "': unknown name '" + item + "' (known: " + names + ")");
-    }
-    ++items;
-  }
-  if (items == 0) return invalidArgument(std::string(what) + " '" + text + "' names nothing");
   return Status::ok();
 }
 
@@ -116,11 +91,13 @@ Status applyUserConfig(const braidConfig_t* user, const CommConfig& base, CommCo
     c.deviceKind = static_cast<DeviceKind>(user->deviceKind);
   }
   if (BRAID_HAS_FIELD(user, algorithm) && user->algorithm != nullptr) {
-    BRAID_RETURN_IF_ERROR(checkSelection(user->algorithm, kAlgorithms, 4, "'config->algorithm'"));
+    tune::Allowed allowed;
+    BRAID_RETURN_IF_ERROR(tune::restrictAlgorithms(user->algorithm, "'config->algorithm'", &allowed));
     c.algorithm = user->algorithm;
   }
   if (BRAID_HAS_FIELD(user, protocol) && user->protocol != nullptr) {
-    BRAID_RETURN_IF_ERROR(checkSelection(user->protocol, kProtocols, 3, "'config->protocol'"));
+    tune::Allowed allowed;
+    BRAID_RETURN_IF_ERROR(tune::restrictProtocols(user->protocol, "'config->protocol'", &allowed));
     c.protocol = user->protocol;
   }
   if (BRAID_HAS_FIELD(user, timeoutMs) && user->timeoutMs != BRAID_CONFIG_UNDEF_INT) {

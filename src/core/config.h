@@ -31,10 +31,6 @@ Status defaultConfig(CommConfig* out);
 /// (size, magic, version) and each field's range; errors name the field.
 Status applyUserConfig(const braidConfig_t* user, const CommConfig& base, CommConfig* out);
 
-/// Checks an algorithm or protocol selection: a comma list of `known` names, optionally preceded by
-/// ^ to exclude them instead; case-insensitive. `what` names the field in errors.
-Status checkSelection(const std::string& text, const char* const* known, int numKnown, const char* what);
-
 const char* deviceKindName(DeviceKind kind);
 
 }  // namespace braid::core

@@ -105,13 +105,16 @@ namespace {
 int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(64, param::getInt(param::Id::kChunkBytes))); }
 
-// CPUs this process may run on (its affinity mask), at least 1.
-int availableCpus() {
+}  // namespace
+
+int HostEngine::availableCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
 }
+
+namespace {
 
 transport::SocketOptions socketOptions(int steps, size_t chunkBytes, int64_t timeoutMs) {
   transport::SocketOptions o;
@@ -121,24 +124,6 @@ transport::SocketOptions socketOptions(int steps, size_t chunkBytes, int64_t tim
   o.slotBytes = chunkBytes;
   o.timeoutMs = timeoutMs;
   return o;
-}
-
-// Which algorithms config->algorithm allows ("ring,tree", "^tree"; empty: all), one flag per Algo.
-// The config was validated at init: every name is known.
-std::vector<bool> allowedAlgorithms(const std::string& text) {
-  std::string list = text;
-  std::transform(list.begin(), list.end(), list.begin(), [](unsigned char c) { return std::tolower(c); });
-  bool exclude = !list.empty() && list[0] == '^';
-  if (exclude) list = list.substr(1);
-  std::vector<bool> allowed(static_cast<int>(algo::Algo::kNumAlgos), text.empty() || exclude);
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    for (int a = 0; a < static_cast<int>(algo::Algo::kNumAlgos); ++a) {
-      if (item == algo::algoName(static_cast<algo::Algo>(a))) allowed[a] = !exclude;
-    }
-  }
-  return allowed;
 }
 
 }  // namespace
@@ -153,7 +138,6 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       chunkBytes_(chunkParam()),
       endpoint_(std::make_shared<transport::LoopbackEndpoint>(steps_, chunkBytes_)),
       registration_(commKey, rank, endpoint_),
-      allowed_(allowedAlgorithms(config.algorithm)),
       geometry_(algo::defaultGeometry(nranks)),
       sockets_(commKey, rank, nranks, socketOptions(steps_, chunkBytes_, config.timeoutMs), abort),
       fifos_(std::make_unique<Fifos>(*this)) {}
@@ -169,6 +153,27 @@ Status HostEngine::setPeers(std::vector<Peer> peers) {
   std::vector<net::SocketAddress> addresses;
   int local = static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.sameHost; }));
   busyPoll_ = local <= availableCpus();
+  std::vector<uint64_t> hosts;
+  for (const Peer& p : peers_) {
+    if (std::find(hosts.begin(), hosts.end(), p.host) == hosts.end()) hosts.push_back(p.host);
+  }
+  tune::Machine machine = tune::hostMachine(nranks_, static_cast<int>(hosts.size()), shmDisabled && local > 1);
+  // A channel is a thread per rank: no more than the CPUs of a host give each of its ranks, on the
+  // tightest host (from every rank's counts, so that all ranks decide alike).
+  int cpusPerRank = 2;
+  for (const Peer& p : peers_) {
+    int ranksThere =
+        static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [&](const Peer& q) { return q.host == p.host; }));
+    cpusPerRank = std::min(cpusPerRank, p.cpus / std::max(1, ranksThere));
+  }
+  machine.channels = std::max(1, cpusPerRank);
+  tune::TunerConfig tc;
+  tc.algorithm = config_.algorithm;
+  tc.protocol = config_.protocol;
+  tc.minCTAs = config_.minCTAs;
+  tc.maxCTAs = config_.maxCTAs;
+  tc.hostChunkBytes = chunkBytes_;
+  BRAID_RETURN_IF_ERROR(tune::Tuner::create(machine, tc, &tuner_));
   BRAID_INFO(log::Subsys::kInit, local, " rank(s) on this host, ", availableCpus(), " CPU(s) available: waits ",
              busyPoll_ ? "poll before yielding" : "yield the CPU at once");
   for (const Peer& p : peers_) {
@@ -193,24 +198,12 @@ algo::CallShape HostEngine::decide(const CollRequest& r) const {
   call.postOp = r.op == braidAvg;
   size_t elem = typeSize(r.type);
   size_t bytes = r.count * elem;
-  // Until the tuner (src/tune) exists: the first of this order that the config allows and that
-  // implements the call; recursive doubling only up to kDoublingMaxBytes unless nothing else is
-  // allowed; the ring when nothing is (every collective has a ring form).
-  call.algo = algo::Algo::kRing;
-  algo::Algo order[] = {algo::Algo::kDoubling, algo::Algo::kRing, algo::Algo::kDoubleTree, algo::Algo::kTree,
-                        algo::Algo::kDoubling};
-  for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); ++i) {
-    algo::Algo a = order[i];
-    if (i == 0 && bytes > kDoublingMaxBytes) continue;
-    if (algo::supports(r.coll, a) && allowed_[static_cast<int>(a)]) {
-      call.algo = a;
-      break;
-    }
-  }
-  // One channel, a second one for large messages.
-  int channels = bytes >= (size_t{4} << 20) ? 2 : 1;
-  call.nChannels = std::min(config_.maxCTAs, std::max(config_.minCTAs, channels));
-  call.chunkElems = std::max<size_t>(1, chunkBytes_ / elem);
+  // The tuner speaks in the nccl-tests message size: all-gather's output, reduce-scatter's input.
+  bool gathers = r.coll == algo::Coll::kAllGather || r.coll == algo::Coll::kReduceScatter;
+  tune::Decision d = tuner_.decide(r.coll, gathers ? bytes * nranks_ : bytes);
+  call.algo = d.algo;
+  call.nChannels = d.channels;
+  call.chunkElems = std::max<size_t>(1, d.chunkBytes / elem);
   return call;
 }
 

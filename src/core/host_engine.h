@@ -20,6 +20,7 @@
 #include "transport/loopback.h"
 #include "transport/shm_segment.h"
 #include "transport/socket_transport.h"
+#include "tune/tuner.h"
 
 namespace braid::core {
 
@@ -46,10 +47,6 @@ struct P2pRequest {
 
 class HostEngine {
  public:
-  /// All-reduces up to this size use recursive doubling when allowed (measured crossover on the
-  /// 2-core VM, bench/NOTES.md; the tuner replaces it).
-  static constexpr size_t kDoublingMaxBytes = 16 * 1024;
-
   /// Registers this rank's endpoint; called before the bootstrap so peers find it once it completes.
   HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig& config, const std::atomic<bool>* abort);
   ~HostEngine();
@@ -63,10 +60,13 @@ class HostEngine {
     bool sameProcess = false;  // a thread of this process
     bool sameHost = false;     // a process of this host (BRAID_HOSTID)
     long pid = 0;
+    uint64_t host = 0;          // host identity hash
+    int cpus = 1;               // CPUs its process may run on
     net::SocketAddress socket;  // its socket transport's listener
   };
   /// Chooses the transport to each peer: loopback within the process, shared memory within the
-  /// host (unless BRAID_SHM_DISABLE=1), sockets otherwise; starts the socket proxies if needed.
+  /// host (unless BRAID_SHM_DISABLE=1), sockets otherwise; starts the socket proxies if needed; makes
+  /// the tuner for this machine (bad BRAID_ALGO / BRAID_PROTO / BRAID_*_CTAS are errors here).
   Status setPeers(std::vector<Peer> peers);
 
   /// Closes every connection this rank has made: peers waiting on them stop with an error naming
@@ -79,8 +79,12 @@ class HostEngine {
   /// Runs a group's sends and receives of this rank together.
   Status runP2p(const std::vector<P2pRequest>& requests);
 
-  /// The algorithm, channels and chunk a call of `bytes` gets (logged at TRACE).
+  /// The algorithm, channels and chunk the tuner gives a call (logged at TRACE).
   algo::CallShape decide(const CollRequest& request) const;
+  const tune::Tuner& tuner() const { return tuner_; }
+
+  /// CPUs this process may run on (its affinity mask), at least 1.
+  static int availableCpus();
 
  private:
   class Fifos;
@@ -96,7 +100,7 @@ class HostEngine {
   const size_t chunkBytes_;
   std::shared_ptr<transport::LoopbackEndpoint> endpoint_;
   transport::LoopbackRegistration registration_;
-  std::vector<bool> allowed_;  // by algo::Algo, from config->algorithm
+  tune::Tuner tuner_;
   algo::Geometry geometry_;
   std::vector<Peer> peers_;
   std::vector<Path> paths_;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -224,30 +225,78 @@ TEST(HostCollectivesLarge, MillionPlusThree) {
   checkCollective(doubling, C::kAllReduce, TypeOp{braidFloat32, braidSum}, (size_t{1} << 20) + 3, false, 0);
 }
 
-// The host engine's choice (until the tuner): recursive doubling for small all-reduces, the ring
-// above, the config's list respected, and doubling at any size when it is the only one allowed.
+// The host engine's choices come from the tuner: recursive doubling for small all-reduces, the
+// ring for large ones, the config's and BRAID_ALGO's lists respected, the ring (with a note) when
+// nothing allowed implements a collective, and bad names refused when the engine is set up.
+struct EngineForDecisions {
+  std::atomic<bool> abort{false};
+  std::unique_ptr<braid::core::HostEngine> engine;
+  braid::Status status;
+  explicit EngineForDecisions(const char* allowed) {
+    braid::core::CommConfig config;
+    config.algorithm = allowed;
+    engine = std::make_unique<braid::core::HostEngine>(0x5eed, 0, 4, config, &abort);
+    std::vector<braid::core::HostEngine::Peer> peers(4);
+    for (auto& p : peers) p.sameProcess = p.sameHost = true;
+    status = engine->setPeers(peers);
+  }
+  braid::algo::Algo pick(braid::algo::Coll coll, size_t bytes) const {
+    braid::core::CollRequest r;
+    r.coll = coll;
+    r.count = bytes / 4;
+    return engine->decide(r).algo;
+  }
+};
+
 TEST(HostDecision, SmallAllReducesDoubleLargeOnesRing) {
   using braid::algo::Algo;
   using braid::algo::Coll;
   auto pick = [](const char* allowed, Coll coll, size_t bytes) {
-    braid::core::CommConfig config;
-    config.algorithm = allowed;
-    std::atomic<bool> abort{false};
-    braid::core::HostEngine engine(0x5eed, 0, 4, config, &abort);
-    braid::core::CollRequest r;
-    r.coll = coll;
-    r.count = bytes / 4;
-    return engine.decide(r).algo;
+    EngineForDecisions e(allowed);
+    EXPECT_TRUE(e.status.isOk()) << e.status.message();
+    return e.pick(coll, bytes);
   };
-  const size_t small = braid::core::HostEngine::kDoublingMaxBytes, large = small + 4;
-  EXPECT_EQ(pick("", Coll::kAllReduce, small), Algo::kDoubling);
-  EXPECT_EQ(pick("", Coll::kAllReduce, large), Algo::kRing);
-  EXPECT_EQ(pick("", Coll::kAllGather, small), Algo::kRing);
-  EXPECT_EQ(pick("^doubling", Coll::kAllReduce, 8), Algo::kRing);
+  EXPECT_EQ(pick("", Coll::kAllReduce, 8), Algo::kDoubling);
+  EXPECT_EQ(pick("", Coll::kAllReduce, 1 << 20), Algo::kRing);
+  EXPECT_EQ(pick("", Coll::kAllGather, 8), Algo::kRing);
+  EXPECT_EQ(pick("^doubling", Coll::kAllReduce, 8), Algo::kDoubleTree);  // 4 hops against the ring's 6
   EXPECT_EQ(pick("tree", Coll::kAllReduce, 8), Algo::kTree);
-  EXPECT_EQ(pick("DBTREE,tree", Coll::kAllReduce, large), Algo::kDoubleTree);
-  EXPECT_EQ(pick("doubling", Coll::kAllReduce, 100 * large), Algo::kDoubling);
+  EXPECT_EQ(pick("DBTREE,tree", Coll::kAllReduce, 1 << 20), Algo::kDoubleTree);  // 2x the data, not 3x
+  EXPECT_EQ(pick("doubling", Coll::kAllReduce, 100 << 20), Algo::kDoubling);
   EXPECT_EQ(pick("doubling", Coll::kBroadcast, 8), Algo::kRing);  // every collective has a ring form
+}
+
+TEST(HostDecision, EnvironmentListsApplyPerCollectiveAndBadNamesFail) {
+  using braid::algo::Algo;
+  using braid::algo::Coll;
+  setenv("BRAID_ALGO", "allreduce:tree;broadcast:ring", 1);
+  {
+    EngineForDecisions e("");
+    ASSERT_TRUE(e.status.isOk()) << e.status.message();
+    EXPECT_EQ(e.pick(Coll::kAllReduce, 8), Algo::kTree);
+    EXPECT_EQ(e.pick(Coll::kAllReduce, 1 << 30), Algo::kTree);
+  }
+  {
+    EngineForDecisions e("ring");  // config and environment must both allow: nothing left
+    ASSERT_TRUE(e.status.isOk());
+    braid::core::CollRequest r;
+    r.count = 2;
+    EXPECT_EQ(e.engine->decide(r).algo, Algo::kRing);
+    EXPECT_NE(e.engine->tuner().decide(Coll::kAllReduce, 8).note.find("nothing allowed"), std::string::npos);
+  }
+  for (const char* bad : {"ring,spiral", "allreduce:", "gather:ring", "^"}) {
+    setenv("BRAID_ALGO", bad, 1);
+    EngineForDecisions e("");
+    EXPECT_FALSE(e.status.isOk()) << bad;
+    EXPECT_NE(e.status.message().find("BRAID_ALGO"), std::string::npos) << e.status.message();
+  }
+  unsetenv("BRAID_ALGO");
+  setenv("BRAID_PROTO", "ll256", 1);
+  EXPECT_FALSE(EngineForDecisions("").status.isOk());
+  unsetenv("BRAID_PROTO");
+  setenv("BRAID_MAX_CTAS", "65", 1);
+  EXPECT_FALSE(EngineForDecisions("").status.isOk());
+  unsetenv("BRAID_MAX_CTAS");
 }
 
 }  // namespace

@@ -1,0 +1,44 @@
+// The cost model's constants, each with its source. Latencies in microseconds, bandwidths in GB/s
+// (each direction). "Measured" figures come from our machines (bench/NOTES.md and
+// ../shared/PERFORMANCE.md); "estimate" marks a number not measured yet, to be replaced by a fit
+// of braid-perf results.
+#pragma once
+
+namespace braid::tune {
+
+struct Constant {
+  double value;
+  const char* source;
+};
+
+// GPU communicators.
+constexpr Constant kGpuLaunchUs = {4.5, "measured: an empty kernel per launch back to back, H200 (PERFORMANCE.md)"};
+constexpr Constant kLlHopFactor = {1.0, "LL: one store carries data and flag; a hop costs the link's one-way latency"};
+constexpr Constant kLl128HopFactor = {1.25,
+                                      "estimate: a 128-byte line takes a little longer than one 16-byte LL store"};
+constexpr Constant kSimpleHopFactor = {2.0,
+                                       "measured: the head/tail handshake is a flag round trip, 1.38 us over NVLink "
+                                       "= 2 x the 0.69 us one-way flag (PERFORMANCE.md)"};
+constexpr Constant kSimpleHopExtraUs = {0.5, "estimate: a memory fence before each tail update"};
+constexpr Constant kLlEfficiency = {0.5, "LL: 8 data bytes in every 16-byte store (the other 8 are flags)"};
+constexpr Constant kLl128Efficiency = {120.0 / 128.0, "LL128: 120 data bytes per 128-byte line"};
+constexpr Constant kSimpleEfficiency = {1.0, "Simple: whole slots of data"};
+// Bytes a channel should carry before another channel pays for itself, per protocol.
+constexpr Constant kLlBytesPerChannel = {16 * 1024.0, "estimate: LL channels are worth it from 16 KB each"};
+constexpr Constant kLl128BytesPerChannel = {64 * 1024.0, "estimate"};
+constexpr Constant kSimpleBytesPerChannel = {256 * 1024.0, "estimate"};
+
+// Host-memory communicators (one protocol: FIFO slots, like Simple).
+constexpr Constant kHostCallUs = {0.21, "measured: braid-perf all-reduce of 1 rank, 8 B, dev VM (bench/NOTES.md)"};
+constexpr Constant kHostShmHopUs = {0.36,
+                                    "measured: 2-process 8 B recursive doubling (one exchange) 0.57 us minus the call, "
+                                    "dev VM, shared memory"};
+constexpr Constant kHostSocketHopUs = {60.0, "measured: 2-process 8 B all-reduce over sockets 55-73 us, dev VM"};
+constexpr Constant kHostShmChannelGBs = {6.0, "measured: 2-process all-reduce busbw 6-10 GB/s at 512 KB-8 MB, dev VM"};
+constexpr Constant kHostReduceGBs = {8.0,
+                                     "estimate: one core reducing floats out of cache; makes the ring (each rank "
+                                     "reduces (n-1)/n) beat doubling (each rank reduces it all per step) above ~10 KB, "
+                                     "as measured between 8 and 32 KB with 2 processes"};
+constexpr Constant kHostSocketChannelGBs = {1.0, "measured: 2-process 128 MB all-reduce over sockets ~0.96 GB/s"};
+
+}  // namespace braid::tune

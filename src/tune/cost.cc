@@ -1,0 +1,136 @@
+#include "tune/cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tune/constants.h"
+
+namespace braid::tune {
+namespace {
+
+int floorLog2(int n) {
+  int l = 0;
+  while ((2 << l) <= n) ++l;
+  return l;
+}
+
+}  // namespace
+
+const char* protoName(Proto proto) {
+  switch (proto) {
+    case Proto::kSimple: return "simple";
+    case Proto::kLL: return "ll";
+    case Proto::kLL128: return "ll128";
+    default: return "?";
+  }
+}
+
+Machine gpuMachine(const topology::SearchResult& search, int nranks) {
+  Machine m;
+  m.nranks = nranks;
+  m.hosts = search.hosts;
+  m.gpu = true;
+  m.ll128Capable = search.intraKind == topology::LinkKind::kNvLink;
+  m.channels = static_cast<int>(search.rings.size());
+  m.channelGBs = search.rings.empty() ? 1 : std::max(1e-3, search.rings[0].bandwidth);
+  m.intraHopUs = search.intraLatencyUs;
+  m.interHopUs = search.interLatencyUs;
+  m.baseUs = kGpuLaunchUs.value;
+  return m;
+}
+
+Machine hostMachine(int nranks, int hosts, bool socketsWithinHost) {
+  Machine m;
+  m.nranks = nranks;
+  m.hosts = hosts;
+  m.gpu = false;
+  m.channels = 2;
+  bool sockets = socketsWithinHost || hosts > 1;
+  m.channelGBs = sockets ? kHostSocketChannelGBs.value : kHostShmChannelGBs.value;
+  m.intraHopUs = socketsWithinHost ? kHostSocketHopUs.value : kHostShmHopUs.value;
+  m.interHopUs = hosts > 1 ? kHostSocketHopUs.value : 0;
+  m.baseUs = kHostCallUs.value;
+  m.reduceGBs = kHostReduceGBs.value;
+  return m;
+}
+
+int sequentialSteps(algo::Coll coll, algo::Algo a, int n) {
+  if (n <= 1) return 0;
+  switch (a) {
+    case algo::Algo::kTree:
+    case algo::Algo::kDoubleTree: return 2 * floorLog2(n);
+    case algo::Algo::kDoubling: {
+      int l = floorLog2(n);
+      return l + ((1 << l) == n ? 0 : 1);
+    }
+    default: break;
+  }
+  return coll == algo::Coll::kAllReduce ? 2 * (n - 1) : n - 1;
+}
+
+double busiestRankFactor(algo::Coll coll, algo::Algo a, int n) {
+  if (n <= 1) return 0;
+  switch (a) {
+    case algo::Algo::kTree: return n == 2 ? 1 : n == 3 ? 2 : 3;  // up to the parent and down to 2 children
+    case algo::Algo::kDoubleTree: return n == 2 ? 1 : 2;         // 1.5 in one tree, 0.5 in the other
+    case algo::Algo::kDoubling: {
+      int l = floorLog2(n);
+      return l + ((1 << l) == n ? 0 : 1);
+    }
+    default: break;
+  }
+  switch (coll) {
+    case algo::Coll::kAllReduce: return 2.0 * (n - 1) / n;
+    case algo::Coll::kAllGather:
+    case algo::Coll::kReduceScatter: return static_cast<double>(n - 1) / n;
+    default: return 1;  // broadcast and reduce chains pass the whole message on
+  }
+}
+
+double reduceFactor(algo::Coll coll, algo::Algo a, int n) {
+  if (n <= 1 || coll == algo::Coll::kBroadcast || coll == algo::Coll::kAllGather) return 0;
+  switch (a) {
+    case algo::Algo::kTree: return n == 2 ? 1 : 2;  // two children's contributions
+    case algo::Algo::kDoubleTree: return n == 2 ? 1 : 1.5;
+    case algo::Algo::kDoubling: return busiestRankFactor(coll, a, n);
+    default: break;
+  }
+  return coll == algo::Coll::kReduce ? 1 : static_cast<double>(n - 1) / n;
+}
+
+bool protocolApplies(const Machine& m, Proto proto) {
+  if (!m.gpu) return proto == Proto::kSimple;
+  return proto != Proto::kLL128 || m.ll128Capable;
+}
+
+Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes, int channels) {
+  double hopFactor = 1, hopExtra = 0, efficiency = 1;
+  if (m.gpu) {
+    switch (proto) {
+      case Proto::kLL: hopFactor = kLlHopFactor.value, efficiency = kLlEfficiency.value; break;
+      case Proto::kLL128: hopFactor = kLl128HopFactor.value, efficiency = kLl128Efficiency.value; break;
+      default:
+        hopFactor = kSimpleHopFactor.value, hopExtra = kSimpleHopExtraUs.value, efficiency = kSimpleEfficiency.value;
+    }
+  }
+  Prediction p;
+  p.steps = sequentialSteps(coll, a, m.nranks);
+  // Hops between hosts: a ring crosses each boundary once per pass; trees and doubling cross them
+  // in about log2(hosts) of their steps.
+  int interSteps = 0;
+  if (m.hosts > 1) {
+    bool logarithmic = a != algo::Algo::kRing;
+    interSteps = std::min(
+        p.steps, logarithmic ? 2 * floorLog2(m.hosts) + 1 : (coll == algo::Coll::kAllReduce ? 2 : 1) * m.hosts);
+  }
+  double hop = m.intraHopUs * hopFactor + hopExtra;
+  double interHop = m.interHopUs * hopFactor + hopExtra;
+  p.latencyUs = m.baseUs + (p.steps - interSteps) * hop + interSteps * interHop;
+  p.bandwidthGBs = std::max(1, channels) * m.channelGBs * efficiency;
+  double moved = static_cast<double>(bytes) * busiestRankFactor(coll, a, m.nranks);
+  p.us = p.latencyUs + moved / (p.bandwidthGBs * 1e3);  // GB/s = 1e3 bytes per microsecond
+  if (m.reduceGBs > 0) p.us += static_cast<double>(bytes) * reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3);
+  return p;
+}
+
+}  // namespace braid::tune

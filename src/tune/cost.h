@@ -1,0 +1,65 @@
+// The cost model: predicted time = latency + bytes / bandwidth for one (collective, algorithm,
+// protocol, channel count) on a communicator's machine.
+//
+//   latency   = base (a kernel launch, or a host call)
+//             + sequential steps (the trace backend's count) x hop latency of the links crossed,
+//               scaled by the protocol (LL one way, Simple a handshake round trip)
+//   bandwidth = channels x per-channel bandwidth (the search's, capped by one CTA) x protocol
+//               efficiency (LL 1/2, LL128 120/128)
+//   bytes     = what the busiest rank sends for the message (ring all-reduce 2(n-1)/n of it, a
+//               tree's interior rank 3x, the double tree 2x, recursive doubling once per step)
+//
+// A machine is summarised by what the model uses; the selection (tuner.h) minimises the prediction.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "algo/collectives.h"
+#include "topology/search.h"
+
+namespace braid::tune {
+
+enum class Proto : int { kSimple = 0, kLL, kLL128, kNumProtos };
+const char* protoName(Proto proto);
+
+/// What the model needs of a communicator's machine.
+struct Machine {
+  int nranks = 1;
+  int hosts = 1;
+  bool gpu = true;            // GPU buffers (kernels, protocols); false: host memory
+  bool ll128Capable = false;  // every hop inside hosts is NVLink (128-byte stores arrive whole)
+  int channels = 1;           // what the search found
+  double channelGBs = 1;      // per channel, channel 0's
+  double intraHopUs = 1;      // one hop inside a host
+  double interHopUs = 0;      // one hop between hosts
+  double baseUs = 0;          // per call
+  double reduceGBs = 0;       // host memory: how fast one rank reduces (0: free, as on GPUs)
+};
+
+/// The GPU machine of a search result for `nranks` ranks.
+Machine gpuMachine(const topology::SearchResult& search, int nranks);
+/// A host-memory communicator: `hosts` hosts, sockets between them (and within, with `sockets`).
+Machine hostMachine(int nranks, int hosts, bool socketsWithinHost);
+
+/// Sequential dependent hops of one chunk (equal to the trace backend's count; tests check it).
+int sequentialSteps(algo::Coll coll, algo::Algo algo, int nranks);
+/// Bytes the busiest rank sends, per byte of the message (the nccl-tests message size).
+double busiestRankFactor(algo::Coll coll, algo::Algo algo, int nranks);
+/// Bytes the busiest rank reduces, per byte of the message.
+double reduceFactor(algo::Coll coll, algo::Algo algo, int nranks);
+
+struct Prediction {
+  double us = 0;
+  double latencyUs = 0;
+  double bandwidthGBs = 0;
+  int steps = 0;
+};
+
+/// Whether `proto` may run on `machine` (host memory: Simple only; LL128: NVLink only).
+bool protocolApplies(const Machine& machine, Proto proto);
+
+/// The predicted time of `bytes` (the collective's message size) on `channels` channels.
+Prediction predict(const Machine& machine, algo::Coll coll, algo::Algo algo, Proto proto, size_t bytes, int channels);
+
+}  // namespace braid::tune

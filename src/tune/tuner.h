@@ -1,0 +1,90 @@
+// The tuner: for each call, the algorithm, protocol, channel count and chunk size with the least
+// predicted time (cost.h), among what the configuration allows. A pure function of the machine
+// summary and the call, so every rank decides the same.
+//
+// Allowed lists (BRAID_ALGO, BRAID_PROTO, config->algorithm, config->protocol), case-insensitive:
+//   ring,tree              only these
+//   ^tree                  all but these
+//   allreduce:tree,ring;broadcast:ring      per collective (allreduce, broadcast, reduce,
+//                          allgather, reducescatter); an entry without a prefix sets every
+//                          collective, a prefixed one then replaces it for its collective
+// Unknown names are errors when the communicator is made. Environment and config both apply (a
+// choice must pass both). When nothing allowed implements a collective it runs the ring (every
+// collective has one) and the decision says so.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "tune/cost.h"
+
+namespace braid::tune {
+
+constexpr int kNumColls = static_cast<int>(algo::Coll::kNumColls);
+constexpr int kNumAlgos = static_cast<int>(algo::Algo::kNumAlgos);
+constexpr int kNumProtos = static_cast<int>(Proto::kNumProtos);
+
+/// What is allowed, per collective.
+struct Allowed {
+  bool algo[kNumColls][kNumAlgos];
+  bool proto[kNumColls][kNumProtos];
+  Allowed();
+};
+
+/// Applies an algorithm list (`what` names its source in errors) on top of `allowed`.
+Status restrictAlgorithms(const std::string& text, const char* what, Allowed* allowed);
+/// Applies a protocol list on top of `allowed`.
+Status restrictProtocols(const std::string& text, const char* what, Allowed* allowed);
+
+struct TunerConfig {
+  std::string algorithm;  // config->algorithm
+  std::string protocol;   // config->protocol
+  int minCTAs = 1;        // config->minCTAs / maxCTAs
+  int maxCTAs = 64;
+  size_t hostChunkBytes = 128 * 1024;  // BRAID_CHUNK_BYTES (host memory)
+};
+
+struct Decision {
+  algo::Algo algo = algo::Algo::kRing;
+  Proto proto = Proto::kSimple;
+  int channels = 1;
+  size_t chunkBytes = 0;
+  double predictedUs = 0;
+  std::string note;  // set when the choice was forced (nothing allowed implements the collective)
+};
+
+class Tuner {
+ public:
+  Tuner() = default;
+  /// Reads BRAID_ALGO, BRAID_PROTO, BRAID_MIN_CTAS and BRAID_MAX_CTAS; bad names and ranges are errors.
+  static Status create(const Machine& machine, const TunerConfig& config, Tuner* out);
+
+  /// The decision for a call moving `bytes` (the nccl-tests message size).
+  Decision decide(algo::Coll coll, size_t bytes) const;
+
+  /// A table of decisions: one line per size (powers of 4 from 8 B to `maxBytes`) and collective.
+  std::string table(size_t maxBytes) const;
+  /// Sizes (powers of 2 from 8 B to `maxBytes`) where the chosen algorithm or protocol changes,
+  /// as "size: from -> to".
+  std::vector<std::string> crossovers(algo::Coll coll, size_t maxBytes) const;
+
+  const Machine& machine() const { return machine_; }
+  int minChannels() const { return minChannels_; }
+  int maxChannels() const { return maxChannels_; }
+
+ private:
+  int channelsFor(Proto proto, size_t bytes) const;
+
+  Machine machine_;
+  Allowed allowed_;
+  int minChannels_ = 1;
+  int maxChannels_ = 64;
+  size_t hostChunkBytes_ = 128 * 1024;
+};
+
+/// "ring/ll 4ch 12.3us" for logs and tables.
+std::string describe(const Decision& d);
+
+}  // namespace braid::tune
