@@ -17,5 +17,11 @@ BRAID_HOST_DEVICE inline size_t minSize(size_t a, size_t b) { return a < b ? a :
 BRAID_HOST_DEVICE inline size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
 /// (a mod n) for a possibly negative a.
 BRAID_HOST_DEVICE inline int wrap(int a, int n) { return ((a % n) + n) % n; }
+/// floor(log2 n) for n >= 1.
+BRAID_HOST_DEVICE inline int floorLog2(int n) {
+  int k = 0;
+  while ((2 << k) <= n) ++k;
+  return k;
+}
 
 }  // namespace braid::algo

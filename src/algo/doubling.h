@@ -8,8 +8,9 @@
 //   step 1    0 <-> 2, 1 <-> 3     every out = (x3+x2)+((x5+x1)+(x4+x0))
 //   unfold    0 -> 4, 1 -> 5
 //
-// Sequential steps: log2(P), plus 1 when n is not a power of two (the fold overlaps the first
-// exchange of the ranks that take no extra; the unfold adds one), against the ring's 2(n-1); but
+// Sequential steps: log2(P), plus 1 or 2 when n is not a power of two (the fold overlaps the first
+// exchanges of the ranks that take no extra; the unfold adds one; src/tune/cost.cc computes the
+// exact depth), against the ring's 2(n-1); but
 // every step moves the whole buffer, so it suits messages of a few KB (the tuner decides). At each
 // step both partners combine the same two partial results, in opposite operand order; every braid
 // reduction is commutative bit for bit (IEEE add and multiply, NaN-ignoring min/max, integers), so

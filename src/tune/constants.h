@@ -23,6 +23,12 @@ constexpr Constant kSimpleHopExtraUs = {0.5, "estimate: a memory fence before ea
 constexpr Constant kLlEfficiency = {0.5, "LL: 8 data bytes in every 16-byte store (the other 8 are flags)"};
 constexpr Constant kLl128Efficiency = {120.0 / 128.0, "LL128: 120 data bytes per 128-byte line"};
 constexpr Constant kSimpleEfficiency = {1.0, "Simple: whole slots of data"};
+constexpr Constant kGpuReduceGBs = {2800.0,
+                                    "measured: a local HBM copy moves 4,240 GB/s read + write (PERFORMANCE.md); a "
+                                    "reduce reads two operands for each one written: ~2/3 of that"};
+constexpr Constant kTreeBandwidthFactor = {0.7,
+                                           "estimate: a tree rank drives three peers with separate up and down "
+                                           "lanes and pipelines less evenly than a ring (NCCL also derates trees)"};
 // Bytes a channel should carry before another channel pays for itself, per protocol.
 constexpr Constant kLlBytesPerChannel = {16 * 1024.0, "estimate: LL channels are worth it from 16 KB each"};
 constexpr Constant kLl128BytesPerChannel = {64 * 1024.0, "estimate"};

@@ -2,20 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "tune/constants.h"
 
 namespace braid::tune {
-namespace {
-
-int floorLog2(int n) {
-  int l = 0;
-  while ((2 << l) <= n) ++l;
-  return l;
-}
-
-}  // namespace
-
 const char* protoName(Proto proto) {
   switch (proto) {
     case Proto::kSimple: return "simple";
@@ -36,6 +27,7 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   m.intraHopUs = search.intraLatencyUs;
   m.interHopUs = search.interLatencyUs;
   m.baseUs = kGpuLaunchUs.value;
+  m.reduceGBs = kGpuReduceGBs.value;
   return m;
 }
 
@@ -51,18 +43,36 @@ Machine hostMachine(int nranks, int hosts, bool socketsWithinHost) {
   m.interHopUs = hosts > 1 ? kHostSocketHopUs.value : 0;
   m.baseUs = kHostCallUs.value;
   m.reduceGBs = kHostReduceGBs.value;
+  m.doubling = true;
   return m;
 }
+
+namespace {
+
+// Recursive doubling's dependency depth: each of the P = 2^k ranks starts at depth 1 if it took an
+// extra rank's input (0 otherwise); an exchange gives max(own, partner's + 1); the extra ranks get
+// their partner's result one hop later. O(P log P), exact for any n.
+int doublingSteps(int n) {
+  int p = 1 << algo::floorLog2(n), extra = n - p;
+  std::vector<int> depth(p), next(p);
+  for (int i = 0; i < p; ++i) depth[i] = i < extra ? 1 : 0;
+  for (int bit = 1; bit < p; bit *= 2) {
+    for (int i = 0; i < p; ++i) next[i] = std::max(depth[i], depth[i ^ bit] + 1);
+    depth.swap(next);
+  }
+  int steps = 0;
+  for (int i = 0; i < p; ++i) steps = std::max(steps, depth[i] + (i < extra ? 1 : 0));
+  return steps;
+}
+
+}  // namespace
 
 int sequentialSteps(algo::Coll coll, algo::Algo a, int n) {
   if (n <= 1) return 0;
   switch (a) {
     case algo::Algo::kTree:
-    case algo::Algo::kDoubleTree: return 2 * floorLog2(n);
-    case algo::Algo::kDoubling: {
-      int l = floorLog2(n);
-      return l + ((1 << l) == n ? 0 : 1);
-    }
+    case algo::Algo::kDoubleTree: return 2 * algo::floorLog2(n);
+    case algo::Algo::kDoubling: return doublingSteps(n);
     default: break;
   }
   return coll == algo::Coll::kAllReduce ? 2 * (n - 1) : n - 1;
@@ -74,7 +84,7 @@ double busiestRankFactor(algo::Coll coll, algo::Algo a, int n) {
     case algo::Algo::kTree: return n == 2 ? 1 : n == 3 ? 2 : 3;  // up to the parent and down to 2 children
     case algo::Algo::kDoubleTree: return n == 2 ? 1 : 2;         // 1.5 in one tree, 0.5 in the other
     case algo::Algo::kDoubling: {
-      int l = floorLog2(n);
+      int l = algo::floorLog2(n);
       return l + ((1 << l) == n ? 0 : 1);
     }
     default: break;
@@ -96,6 +106,10 @@ double reduceFactor(algo::Coll coll, algo::Algo a, int n) {
     default: break;
   }
   return coll == algo::Coll::kReduce ? 1 : static_cast<double>(n - 1) / n;
+}
+
+bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
+  return algo::supports(coll, a) && (a != algo::Algo::kDoubling || m.doubling);
 }
 
 bool protocolApplies(const Machine& m, Proto proto) {
@@ -121,12 +135,13 @@ Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto,
   if (m.hosts > 1) {
     bool logarithmic = a != algo::Algo::kRing;
     interSteps = std::min(
-        p.steps, logarithmic ? 2 * floorLog2(m.hosts) + 1 : (coll == algo::Coll::kAllReduce ? 2 : 1) * m.hosts);
+        p.steps, logarithmic ? 2 * algo::floorLog2(m.hosts) + 1 : (coll == algo::Coll::kAllReduce ? 2 : 1) * m.hosts);
   }
   double hop = m.intraHopUs * hopFactor + hopExtra;
   double interHop = m.interHopUs * hopFactor + hopExtra;
   p.latencyUs = m.baseUs + (p.steps - interSteps) * hop + interSteps * interHop;
   p.bandwidthGBs = std::max(1, channels) * m.channelGBs * efficiency;
+  if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) p.bandwidthGBs *= kTreeBandwidthFactor.value;
   double moved = static_cast<double>(bytes) * busiestRankFactor(coll, a, m.nranks);
   p.us = p.latencyUs + moved / (p.bandwidthGBs * 1e3);  // GB/s = 1e3 bytes per microsecond
   if (m.reduceGBs > 0) p.us += static_cast<double>(bytes) * reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3);

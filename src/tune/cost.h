@@ -34,7 +34,8 @@ struct Machine {
   double intraHopUs = 1;      // one hop inside a host
   double interHopUs = 0;      // one hop between hosts
   double baseUs = 0;          // per call
-  double reduceGBs = 0;       // host memory: how fast one rank reduces (0: free, as on GPUs)
+  double reduceGBs = 0;       // how fast one rank reduces (0: free)
+  bool doubling = false;      // recursive doubling available (host memory; not on GPUs yet)
 };
 
 /// The GPU machine of a search result for `nranks` ranks.
@@ -58,6 +59,8 @@ struct Prediction {
 
 /// Whether `proto` may run on `machine` (host memory: Simple only; LL128: NVLink only).
 bool protocolApplies(const Machine& machine, Proto proto);
+/// Whether `algo` runs `coll` on `machine`.
+bool algorithmApplies(const Machine& machine, algo::Coll coll, algo::Algo algo);
 
 /// The predicted time of `bytes` (the collective's message size) on `channels` channels.
 Prediction predict(const Machine& machine, algo::Coll coll, algo::Algo algo, Proto proto, size_t bytes, int channels);

@@ -154,7 +154,7 @@ Decision Tuner::decide(algo::Coll coll, size_t bytes) const {
   bool any = false;
   for (int a = 0; a < kNumAlgos; ++a) {
     auto alg = static_cast<algo::Algo>(a);
-    if (!allowed_.algo[c][a] || !algo::supports(coll, alg)) continue;
+    if (!allowed_.algo[c][a] || !algorithmApplies(machine_, coll, alg)) continue;
     for (int p = 0; p < kNumProtos; ++p) {
       auto proto = static_cast<Proto>(p);
       if (!allowed_.proto[c][p] || !protocolApplies(machine_, proto)) continue;

@@ -6,12 +6,6 @@
 namespace braid::algo {
 namespace {
 
-int floorLog2(int n) {
-  int k = 0;
-  while ((2 << k) <= n) ++k;
-  return k;
-}
-
 TEST(Trace, RingAllReduceTakesTwoNMinusOneSteps) {
   for (int n : {2, 3, 5, 8, 13, 64}) {
     TraceResult t =
@@ -35,7 +29,7 @@ TEST(Trace, TreeAllReduceTakesTwiceTheDepth) {
 }
 
 // The fold of the extra ranks overlaps the first exchange of the ranks that take none, and the
-// unfold is one more hop: log2(P) + 1 off powers of two.
+// unfold is one more hop: log2(P) + 1 for these n (n = 7 takes +2; tune_test checks every n).
 TEST(Trace, DoublingTakesLog2StepsPlusOneOffPowersOfTwo) {
   for (int n : {2, 3, 4, 5, 8, 12, 16, 64}) {
     TraceResult t =

@@ -1,0 +1,191 @@
+// The cost model and the tuner: step counts equal the trace backend's, data factors match the
+// traced link loads, and on the fixtures small all-reduces pick a tree or LL, 1 GB the ring with
+// Simple, with the change between 64 KB and 64 MB; 64 ranks on 8 nodes favour the tree below the
+// crossover; overrides are honoured, bad ones refused; decisions are pure functions.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "algo/trace.h"
+#include "topology/search.h"
+#include "topology/topo_xml.h"
+#include "tune/tuner.h"
+
+namespace braid::tune {
+namespace {
+
+using algo::Algo;
+using algo::Coll;
+
+topology::System fixture(const std::string& name) {
+  topology::System s;
+  Status st = topology::readTopologyFile(std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/" + name, &s);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return s;
+}
+
+Machine machineOf(const topology::System& s) {
+  topology::SearchResult r;
+  std::vector<topology::RankPlace> ranks = topology::oneRankPerGpu(s);
+  Status st = topology::searchRings(s, ranks, 32, &r);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return gpuMachine(r, static_cast<int>(ranks.size()));
+}
+
+Tuner tunerFor(const Machine& m, TunerConfig config = {}) {
+  Tuner t;
+  Status st = Tuner::create(m, config, &t);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return t;
+}
+
+TEST(TuneModel, StepCountsAreTheTraceBackends) {
+  struct Case {
+    Coll coll;
+    Algo algo;
+  };
+  const Case cases[] = {{Coll::kAllReduce, Algo::kRing},       {Coll::kAllReduce, Algo::kTree},
+                        {Coll::kAllReduce, Algo::kDoubleTree}, {Coll::kAllReduce, Algo::kDoubling},
+                        {Coll::kBroadcast, Algo::kRing},       {Coll::kReduce, Algo::kRing},
+                        {Coll::kAllGather, Algo::kRing},       {Coll::kReduceScatter, Algo::kRing}};
+  for (int n = 1; n <= 64; ++n) {
+    for (const Case& c : cases) {
+      algo::TraceResult t = algo::traceCollective(
+          algo::defaultGeometry(n), algo::CallShape{c.coll, c.algo, size_t(n) * 4, 0, 1, 1 << 20, false}, 8);
+      ASSERT_TRUE(t.ok) << t.error;
+      EXPECT_EQ(sequentialSteps(c.coll, c.algo, n), t.steps)
+          << algo::collName(c.coll) << "/" << algo::algoName(c.algo) << " n=" << n;
+    }
+  }
+  EXPECT_EQ(sequentialSteps(Coll::kAllReduce, Algo::kRing, 64), 126);
+  EXPECT_EQ(sequentialSteps(Coll::kAllReduce, Algo::kTree, 64), 12);
+}
+
+// The busiest rank's bytes per message byte, against the traced link loads (one chunk per message,
+// so the trace's per-rank egress is the algorithm's whole traffic).
+TEST(TuneModel, DataFactorsMatchTheTracedLoads) {
+  for (int n : {2, 3, 4, 8, 16, 64}) {
+    for (Algo a : {Algo::kRing, Algo::kDoubling, Algo::kDoubleTree}) {
+      const size_t count = size_t(n) * 64;
+      algo::TraceResult t = algo::traceCollective(algo::defaultGeometry(n),
+                                                  algo::CallShape{Coll::kAllReduce, a, count, 0, 1, count, false}, 8);
+      ASSERT_TRUE(t.ok) << t.error;
+      double traced = static_cast<double>(t.maxRankSendElems) / count;
+      EXPECT_NEAR(busiestRankFactor(Coll::kAllReduce, a, n), traced, 0.51) << algo::algoName(a) << " n=" << n;
+    }
+  }
+}
+
+// On every GPU fixture: 8 B picks a tree or LL; 1 GB the ring with Simple; and the all-reduce
+// decision becomes 1 GB's somewhere between 64 KB and 64 MB.
+TEST(Tuner, SmallTreeOrLlLargeRingSimpleCrossoverInTheMiddle) {
+  for (const char* name : {"h200-2gpu.xml", "nvswitch-8gpu.xml", "pcie-4gpu-2socket.xml", "nvswitch-2x8gpu.xml"}) {
+    SCOPED_TRACE(name);
+    Tuner t = tunerFor(machineOf(fixture(name)));
+    Decision small = t.decide(Coll::kAllReduce, 8);
+    EXPECT_TRUE(small.algo == Algo::kTree || small.algo == Algo::kDoubleTree || small.proto == Proto::kLL)
+        << describe(small);
+    Decision large = t.decide(Coll::kAllReduce, size_t(1) << 30);
+    EXPECT_EQ(large.algo, Algo::kRing) << describe(large);
+    EXPECT_EQ(large.proto, Proto::kSimple) << describe(large);
+    size_t from = 0;
+    for (size_t bytes = size_t(1) << 30; bytes >= 8; bytes /= 2) {
+      Decision d = t.decide(Coll::kAllReduce, bytes);
+      if (d.algo != Algo::kRing || d.proto != Proto::kSimple) break;
+      from = bytes;
+    }
+    EXPECT_GE(from, size_t(64) << 10);
+    EXPECT_LE(from, size_t(64) << 20);
+  }
+}
+
+// 64 GPUs on 8 nodes: the tree's 12 steps beat the ring's 126 below the crossover.
+TEST(Tuner, SixtyFourRanksOnEightNodesPreferTheTreeWhenSmall) {
+  topology::System one = fixture("nvswitch-8gpu.xml");
+  topology::System eight;
+  for (int h = 0; h < 8; ++h) {
+    eight.hosts.push_back(one.hosts[0]);
+    eight.hosts.back().id = "node" + std::to_string(h);
+  }
+  Machine m = machineOf(eight);
+  ASSERT_EQ(m.nranks, 64);
+  ASSERT_EQ(m.hosts, 8);
+  Tuner t = tunerFor(m);
+  Decision small = t.decide(Coll::kAllReduce, 64 << 10);
+  EXPECT_TRUE(small.algo == Algo::kTree || small.algo == Algo::kDoubleTree) << describe(small);
+  Prediction ring = predict(m, Coll::kAllReduce, Algo::kRing, Proto::kLL, 8, 1);
+  Prediction tree = predict(m, Coll::kAllReduce, Algo::kTree, Proto::kLL, 8, 1);
+  EXPECT_EQ(ring.steps, 126);
+  EXPECT_EQ(tree.steps, 12);
+  EXPECT_LT(tree.us, ring.us);
+  EXPECT_EQ(t.decide(Coll::kAllReduce, size_t(1) << 30).algo, Algo::kRing);
+}
+
+TEST(Tuner, OverridesAreHonouredAndReported) {
+  Machine m = machineOf(fixture("nvswitch-8gpu.xml"));
+  TunerConfig ringOnly;
+  ringOnly.algorithm = "ring";
+  EXPECT_EQ(tunerFor(m, ringOnly).decide(Coll::kAllReduce, 8).algo, Algo::kRing);
+  TunerConfig simple;
+  simple.protocol = "simple";
+  EXPECT_EQ(tunerFor(m, simple).decide(Coll::kAllReduce, 8).proto, Proto::kSimple);
+  TunerConfig noLl;
+  noLl.protocol = "^ll,ll128";
+  EXPECT_EQ(tunerFor(m, noLl).decide(Coll::kAllReduce, 8).proto, Proto::kSimple);
+  TunerConfig perColl;
+  perColl.algorithm = "allreduce:tree;broadcast:ring";
+  EXPECT_EQ(tunerFor(m, perColl).decide(Coll::kAllReduce, size_t(1) << 30).algo, Algo::kTree);
+  TunerConfig channels;
+  channels.minCTAs = channels.maxCTAs = 3;
+  Decision d = tunerFor(m, channels).decide(Coll::kAllReduce, size_t(1) << 30);
+  EXPECT_EQ(d.channels, 3);
+  TunerConfig none;
+  none.algorithm = "tree";  // trees implement all-reduce only
+  Decision b = tunerFor(m, none).decide(Coll::kBroadcast, 8);
+  EXPECT_EQ(b.algo, Algo::kRing);
+  EXPECT_NE(b.note.find("nothing allowed"), std::string::npos);
+  // LL128 is never chosen off NVLink.
+  Tuner pcie = tunerFor(machineOf(fixture("pcie-4gpu-2socket.xml")));
+  for (size_t bytes = 8; bytes <= (size_t(1) << 30); bytes *= 4)
+    EXPECT_NE(pcie.decide(Coll::kAllReduce, bytes).proto, Proto::kLL128);
+}
+
+TEST(Tuner, BadOverridesAreErrors) {
+  Machine m = machineOf(fixture("h200-2gpu.xml"));
+  for (const char* bad : {"ring,spiral", "^", "allreduce:", "gather:ring", ""}) {
+    TunerConfig c;
+    c.algorithm = bad;
+    Tuner t;
+    Status st = Tuner::create(m, c, &t);
+    EXPECT_EQ(st.isOk(), std::string(bad).empty()) << bad << ": " << st.message();
+  }
+  setenv("BRAID_PROTO", "ll256", 1);
+  Tuner t;
+  Status st = Tuner::create(m, {}, &t);
+  unsetenv("BRAID_PROTO");
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("BRAID_PROTO"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("ll256"), std::string::npos) << st.message();
+  setenv("BRAID_MIN_CTAS", "9", 1);
+  setenv("BRAID_MAX_CTAS", "4", 1);
+  st = Tuner::create(m, {}, &t);
+  unsetenv("BRAID_MIN_CTAS");
+  unsetenv("BRAID_MAX_CTAS");
+  EXPECT_FALSE(st.isOk());
+}
+
+TEST(Tuner, DecisionsArePureFunctionsOfMachineAndCall) {
+  Machine m = machineOf(fixture("nvswitch-2x8gpu.xml"));
+  Tuner a = tunerFor(m), b = tunerFor(machineOf(fixture("nvswitch-2x8gpu.xml")));
+  for (int c = 0; c < kNumColls; ++c) {
+    for (size_t bytes = 8; bytes <= (size_t(1) << 32); bytes *= 2) {
+      Decision x = a.decide(static_cast<Coll>(c), bytes), y = b.decide(static_cast<Coll>(c), bytes),
+               z = a.decide(static_cast<Coll>(c), bytes);
+      EXPECT_EQ(describe(x), describe(y));
+      EXPECT_EQ(describe(x), describe(z));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace braid::tune
