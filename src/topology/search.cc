@@ -241,6 +241,7 @@ class Searcher {
     if (local.size() <= 2) return local;
     std::vector<int> best = local;
     double bestBw = localBandwidth(best);
+    if (bestBw >= kChannelBandwidth) return best;  // a channel cannot use more: device order it is
     for (size_t s = 0; s < local.size(); ++s) {
       std::vector<int> ring = {local[s]};
       std::vector<bool> used(local.size(), false);

@@ -4,11 +4,13 @@
 // crossover; overrides are honoured, bad ones refused; decisions are pure functions.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "algo/trace.h"
 #include "topology/search.h"
 #include "topology/topo_xml.h"
+#include "tune/cluster.h"
 #include "tune/tuner.h"
 
 namespace braid::tune {
@@ -185,6 +187,37 @@ TEST(Tuner, DecisionsArePureFunctionsOfMachineAndCall) {
       EXPECT_EQ(describe(x), describe(z));
     }
   }
+}
+
+// braid-sim's model on the 2-node fixture: at 1 GB the ring is all bandwidth, within 10% of the
+// bytes each rank must send (2(n-1)/n of the message) over the channels' bandwidth.
+TEST(TuneSim, OneGigabyteRingIsBytesOverBandwidth) {
+  Machine m = machineOf(fixture("nvswitch-2x8gpu.xml"));
+  const size_t bytes = size_t(1) << 30;
+  Prediction p = predict(m, Coll::kAllReduce, Algo::kRing, Proto::kSimple, bytes, m.channels);
+  double ideal = bytes * 2.0 * (m.nranks - 1) / m.nranks / (m.channels * m.channelGBs * 1e3);
+  EXPECT_NEAR(p.us, ideal, 0.1 * ideal);
+}
+
+// Clusters of 64 and 4096 GPUs: built, searched and tuned (the work of one braid-sim run) in under
+// a second each.
+TEST(TuneSim, LargeClustersAreQuick) {
+  for (int n : {64, 4096}) {
+    auto t0 = std::chrono::steady_clock::now();
+    ClusterSpec spec;
+    spec.ranks = n;
+    topology::System s;
+    ASSERT_TRUE(buildCluster(spec, &s).isOk());
+    Machine m = machineOf(s);
+    Tuner t = tunerFor(m);
+    EXPECT_FALSE(t.table(size_t(1) << 32).empty());
+    EXPECT_EQ(m.nranks, n);
+    EXPECT_EQ(m.hosts, n / 8);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(seconds, 1.0) << n << " ranks";
+  }
+  topology::System s;
+  EXPECT_FALSE(buildCluster(ClusterSpec{8, 8, "infiniband", 400}, &s).isOk());
 }
 
 }  // namespace

@@ -1,0 +1,126 @@
+// braid-sim: predicted all-reduce times of every algorithm on a described cluster.
+//   braid-sim -n ranks [-g gpusPerNode=8] [-i nvswitch|nvlink|pcie] [-b nicGbps=400] [-e maxBytes]
+//   braid-sim -f topology.xml [-e maxBytes]
+// The cluster becomes a topology (one NIC per two GPUs), the ring search gives the channels, and
+// the cost model predicts each (algorithm, best protocol); the tuner's choice and the crossovers
+// follow. The model's step counts are checked against the trace backend (which runs every rank's
+// program) up to 256 ranks.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "algo/trace.h"
+#include "topology/search.h"
+#include "topology/topo_xml.h"
+#include "tune/cluster.h"
+#include "tune/tuner.h"
+
+namespace {
+
+using braid::algo::Algo;
+using braid::algo::Coll;
+
+int usage(const char* self) {
+  std::fprintf(stderr,
+               "usage: %s -n ranks [-g gpusPerNode] [-i nvswitch|nvlink|pcie] [-b nicGbps] [-e maxBytes]\n"
+               "       %s -f topology.xml [-e maxBytes]\n",
+               self, self);
+  return 2;
+}
+
+// The best protocol's prediction for `a`.
+braid::tune::Prediction best(const braid::tune::Machine& m, Algo a, size_t bytes, braid::tune::Proto* proto) {
+  braid::tune::Prediction bestP;
+  bool any = false;
+  for (int p = 0; p < braid::tune::kNumProtos; ++p) {
+    auto pr = static_cast<braid::tune::Proto>(p);
+    if (!braid::tune::protocolApplies(m, pr)) continue;
+    braid::tune::Prediction x = braid::tune::predict(m, Coll::kAllReduce, a, pr, bytes, m.channels);
+    if (!any || x.us < bestP.us) bestP = x, *proto = pr, any = true;
+  }
+  return bestP;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace braid;
+  tune::ClusterSpec spec;
+  std::string file;
+  size_t maxBytes = size_t{1} << 32;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const char* v = argv[i + 1];
+    if (std::strcmp(argv[i], "-n") == 0)
+      spec.ranks = std::atoi(v);
+    else if (std::strcmp(argv[i], "-g") == 0)
+      spec.gpusPerNode = std::atoi(v);
+    else if (std::strcmp(argv[i], "-i") == 0)
+      spec.intra = v;
+    else if (std::strcmp(argv[i], "-b") == 0)
+      spec.nicGbps = std::atof(v);
+    else if (std::strcmp(argv[i], "-e") == 0)
+      maxBytes = std::strtoull(v, nullptr, 10);
+    else if (std::strcmp(argv[i], "-f") == 0)
+      file = v;
+    else
+      return usage(argv[0]);
+  }
+  if (argc % 2 == 0) return usage(argv[0]);
+  auto t0 = std::chrono::steady_clock::now();
+  topology::System system;
+  Status st = file.empty() ? tune::buildCluster(spec, &system) : topology::readTopologyFile(file, &system);
+  std::vector<topology::RankPlace> ranks = topology::oneRankPerGpu(system);
+  topology::SearchResult search;
+  if (st.isOk()) st = topology::searchRings(system, ranks, 32, &search);
+  tune::Tuner tuner;
+  tune::Machine m;
+  if (st.isOk()) {
+    m = tune::gpuMachine(search, static_cast<int>(ranks.size()));
+    st = tune::Tuner::create(m, {}, &tuner);
+  }
+  if (!st.isOk()) {
+    std::fprintf(stderr, "braid-sim: %s\n", st.message().c_str());
+    return 1;
+  }
+  const int n = m.nranks;
+  std::printf("# %d ranks on %d node(s) (%s); %d channel(s) of %.1f GB/s; hop %.2f us in a node, %.2f us between\n", n,
+              m.hosts, file.empty() ? spec.intra.c_str() : file.c_str(), m.channels, m.channelGBs, m.intraHopUs,
+              m.interHopUs);
+  const Algo algos[] = {Algo::kRing, Algo::kTree, Algo::kDoubleTree};
+  if (n <= 256) {
+    bool ok = true;
+    for (Algo a : algos) {
+      algo::TraceResult t = algo::traceCollective(
+          algo::defaultGeometry(n), algo::CallShape{Coll::kAllReduce, a, size_t(n) * 4, 0, 1, 1 << 20, false}, 8);
+      ok = ok && t.ok && t.steps == tune::sequentialSteps(Coll::kAllReduce, a, n);
+    }
+    std::printf("# self-check: the model's step counts equal the trace backend's for %d ranks: %s\n", n,
+                ok ? "yes" : "NO");
+    if (!ok) return 1;
+  } else {
+    std::printf("# self-check skipped above 256 ranks (the trace backend runs every rank's program)\n");
+  }
+  std::printf("# steps: ring %d, tree %d, dbtree %d\n", tune::sequentialSteps(Coll::kAllReduce, Algo::kRing, n),
+              tune::sequentialSteps(Coll::kAllReduce, Algo::kTree, n),
+              tune::sequentialSteps(Coll::kAllReduce, Algo::kDoubleTree, n));
+  std::printf("%12s %22s %22s %22s   %s\n", "bytes", "ring (us)", "tree (us)", "dbtree (us)", "tuner");
+  for (size_t bytes = 8; bytes <= maxBytes; bytes *= 4) {
+    std::printf("%12zu", bytes);
+    for (Algo a : algos) {
+      tune::Proto p = tune::Proto::kSimple;
+      tune::Prediction x = best(m, a, bytes, &p);
+      char cell[40];
+      std::snprintf(cell, sizeof(cell), "%.1f %s", x.us, tune::protoName(p));
+      std::printf(" %22s", cell);
+    }
+    std::printf("   %s\n", tune::describe(tuner.decide(Coll::kAllReduce, bytes)).c_str());
+    if (bytes > maxBytes / 4) break;
+  }
+  std::printf("# crossovers:");
+  for (const std::string& c : tuner.crossovers(Coll::kAllReduce, maxBytes)) std::printf("  [%s]", c.c_str());
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("\n# %.0f ms\n", ms);
+  return 0;
+}
