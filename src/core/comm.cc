@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/machine.h"
 #include "core/param.h"
+#include "core/plan.h"
 #include "exec/cuda_device.h"
 #include "topology/topo_xml.h"
 
@@ -100,8 +101,26 @@ Status Comm::init(const bootstrap::UniqueIdBytes& id) {
   BRAID_RETURN_IF_ERROR(bootstrap::Bootstrap::create(id, rank_, nranks_, options, &bootstrap_));
   BRAID_RETURN_IF_ERROR(exchangePeerInfo());
   BRAID_RETURN_IF_ERROR(dumpTopology());
+  if (cudaDevice_ >= 0) BRAID_RETURN_IF_ERROR(planGpu());
   BRAID_INFO(log::Subsys::kInit, "comm ", std::hex, idHash_, std::dec, " rank ", rank_, " of ", nranks_, " ready on ",
              cudaDevice_ >= 0 ? "CUDA device " + std::to_string(cudaDevice_) : std::string("host memory"));
+  return Status::ok();
+}
+
+// A GPU communicator gathers its machine, searches its rings and makes its tuner (logged by rank 0).
+// Bad BRAID_ALGO / BRAID_PROTO / channel bounds fail the init; a topology that cannot be made sense
+// of is a warning (the default ring is used).
+Status Comm::planGpu() {
+  tune::Tuner check;
+  BRAID_RETURN_IF_ERROR(tune::Tuner::create(
+      tune::Machine{}, tune::TunerConfig{config_.algorithm, config_.protocol, config_.minCTAs, config_.maxCTAs},
+      &check));
+  Status s = makeGpuPlan(*bootstrap_, cudaDevice_, config_, &plan_);
+  if (!s.isOk()) {
+    BRAID_WARN(log::Subsys::kGraph, "no topology plan, the ring follows rank order: ", s.message());
+    return Status::ok();
+  }
+  if (rank_ == 0) logPlan(plan_);
   return Status::ok();
 }
 

@@ -17,6 +17,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/config.h"
 #include "core/host_engine.h"
+#include "core/plan.h"
 #include "core/status.h"
 
 namespace braid::core {
@@ -80,6 +81,7 @@ class Comm {
   Status init(const bootstrap::UniqueIdBytes& id);
   Status exchangePeerInfo();
   Status dumpTopology();
+  Status planGpu();
   Status failOnRemoteError(Status s);
   void runInit(const bootstrap::UniqueIdBytes& id);
 
@@ -103,6 +105,7 @@ class Comm {
   uint64_t callSeq_ = 0;
 
   std::unique_ptr<HostEngine> host_;  // host-memory communicators
+  CommPlan plan_;                     // GPU communicators: machine, rings, tuner
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::thread initThread_;
 };

@@ -174,6 +174,10 @@ Status HostEngine::setPeers(std::vector<Peer> peers) {
   tc.maxCTAs = config_.maxCTAs;
   tc.hostChunkBytes = chunkBytes_;
   BRAID_RETURN_IF_ERROR(tune::Tuner::create(machine, tc, &tuner_));
+  if (rank_ == 0) {
+    BRAID_INFO(log::Subsys::kTune, "host memory, ", nranks_, " ranks on ", hosts.size(), " host(s), ", machine.channels,
+               " channel(s); decisions (algorithm/protocol channels predicted time):\n", tuner_.table(size_t{1} << 30));
+  }
   BRAID_INFO(log::Subsys::kInit, local, " rank(s) on this host, ", availableCpus(), " CPU(s) available: waits ",
              busyPoll_ ? "poll before yielding" : "yield the CPU at once");
   for (const Peer& p : peers_) {

@@ -41,10 +41,9 @@ constexpr Constant kHostShmHopUs = {0.36,
                                     "dev VM, shared memory"};
 constexpr Constant kHostSocketHopUs = {60.0, "measured: 2-process 8 B all-reduce over sockets 55-73 us, dev VM"};
 constexpr Constant kHostShmChannelGBs = {6.0, "measured: 2-process all-reduce busbw 6-10 GB/s at 512 KB-8 MB, dev VM"};
-constexpr Constant kHostReduceGBs = {8.0,
-                                     "estimate: one core reducing floats out of cache; makes the ring (each rank "
-                                     "reduces (n-1)/n) beat doubling (each rank reduces it all per step) above ~10 KB, "
-                                     "as measured between 8 and 32 KB with 2 processes"};
+constexpr Constant kHostReduceGBs = {20.0,
+                                     "fitted: the measured 2-process crossover from recursive doubling to the ring "
+                                     "lies between 8 and 32 KB (bench/NOTES.md); the model puts it at 720 B x this"};
 constexpr Constant kHostSocketChannelGBs = {1.0, "measured: 2-process 128 MB all-reduce over sockets ~0.96 GB/s"};
 
 }  // namespace braid::tune

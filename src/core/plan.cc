@@ -1,0 +1,94 @@
+#include "core/plan.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "algo/tree_builder.h"
+#include "core/log.h"
+#include "core/machine.h"
+
+namespace braid::core {
+namespace {
+
+struct PlaceInfo {
+  char host[128];
+  int32_t device;
+};
+
+// The GPU node of CUDA device `dev` in `host`: the one with that ordinal, else the dev-th GPU.
+int gpuNodeFor(const topology::Host& host, int dev) {
+  std::vector<int> gpus = host.nodesOf(topology::NodeKind::kGpu);
+  for (int g : gpus) {
+    if (host.nodes[g].index == dev) return g;
+  }
+  return dev >= 0 && dev < static_cast<int>(gpus.size()) ? gpus[dev] : -1;
+}
+
+}  // namespace
+
+Status makeGpuPlan(bootstrap::Bootstrap& bootstrap, int cudaDevice, const CommConfig& config, CommPlan* out) {
+  CommPlan plan;
+  BRAID_RETURN_IF_ERROR(communicatorTopology(bootstrap, &plan.system));
+  const int n = bootstrap.nranks();
+  std::vector<PlaceInfo> info(n);
+  std::memset(info.data(), 0, info.size() * sizeof(PlaceInfo));
+  std::string name = hostName();
+  std::strncpy(info[bootstrap.rank()].host, name.c_str(), sizeof(info[0].host) - 1);
+  info[bootstrap.rank()].device = cudaDevice;
+  BRAID_RETURN_IF_ERROR(bootstrap.allGather(info.data(), sizeof(PlaceInfo)).withContext("gathering rank places"));
+  for (int r = 0; r < n; ++r) {
+    topology::RankPlace p;
+    p.host = -1;
+    for (size_t h = 0; h < plan.system.hosts.size(); ++h) {
+      if (plan.system.hosts[h].id == info[r].host) p.host = static_cast<int>(h);
+    }
+    if (p.host < 0)
+      return internalError("rank " + std::to_string(r) + "'s host '" + info[r].host + "' is not in the topology");
+    p.gpu = gpuNodeFor(plan.system.hosts[p.host], info[r].device);
+    if (p.gpu < 0) {
+      return invalidUsage("rank " + std::to_string(r) + " uses CUDA device " + std::to_string(info[r].device) +
+                          ", which the topology of host '" + info[r].host + "' does not show");
+    }
+    plan.places.push_back(p);
+  }
+  BRAID_RETURN_IF_ERROR(topology::searchRings(plan.system, plan.places, config.maxCTAs, &plan.search));
+  tune::TunerConfig tc;
+  tc.algorithm = config.algorithm;
+  tc.protocol = config.protocol;
+  tc.minCTAs = config.minCTAs;
+  tc.maxCTAs = config.maxCTAs;
+  BRAID_RETURN_IF_ERROR(tune::Tuner::create(tune::gpuMachine(plan.search, n), tc, &plan.tuner));
+  *out = std::move(plan);
+  return Status::ok();
+}
+
+std::string describeTrees(const std::vector<int>& ring) {
+  std::ostringstream out;
+  const int n = static_cast<int>(ring.size());
+  for (int t = 0; t < 2; ++t) {
+    algo::PositionTree tree = algo::buildDoubleTree(n, t);
+    out << "Tree " << t << " : root " << ring[tree.root] << ";";
+    for (int r = 0; r < n; ++r) {
+      algo::TreeView v = algo::treeViewFor(tree, ring, r);
+      out << " " << r << "<-" << v.parent;
+      if (v.nChildren > 0) {
+        out << "[";
+        for (int c = 0; c < v.nChildren; ++c) out << (c ? "," : "") << v.children[c];
+        out << "]";
+      }
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+void logPlan(const CommPlan& plan) {
+  BRAID_INFO(log::Subsys::kGraph, "machine:\n", topology::describe(plan.system));
+  BRAID_INFO(log::Subsys::kGraph, "rings:\n", topology::describeSearch(plan.search));
+  BRAID_INFO(log::Subsys::kGraph, "trees (rank<-parent[children]):\n", describeTrees(plan.search.rings[0].ranks));
+  for (const std::string& why : plan.search.reasons) BRAID_INFO(log::Subsys::kGraph, "why: ", why);
+  BRAID_INFO(log::Subsys::kTune, "decisions (algorithm/protocol channels predicted time):\n",
+             plan.tuner.table(size_t{1} << 32));
+}
+
+}  // namespace braid::core

@@ -1,0 +1,35 @@
+// A GPU communicator's plan at init: the machine (every rank's host topology, gathered), where each
+// rank runs, the rings of the search and the tuner made for them. Rank 0 logs it at INFO: the
+// machine graph (GRAPH), each ring and tree, and the tuner's table (TUNE); with
+// BRAID_DEBUG_SUBSYS=GRAPH also the reason for each choice.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "core/config.h"
+#include "core/status.h"
+#include "topology/search.h"
+#include "tune/tuner.h"
+
+namespace braid::core {
+
+struct CommPlan {
+  topology::System system;
+  std::vector<topology::RankPlace> places;
+  topology::SearchResult search;
+  tune::Tuner tuner;
+};
+
+/// Gathers the topology and every rank's (host, CUDA device), searches the rings and makes the
+/// tuner. `cudaDevice` is this rank's device.
+Status makeGpuPlan(bootstrap::Bootstrap& bootstrap, int cudaDevice, const CommConfig& config, CommPlan* out);
+
+/// Per rank: parent and children in the two trees of the double binary tree over `ringOrder`.
+std::string describeTrees(const std::vector<int>& ringOrder);
+
+/// Rank 0's INFO report of a plan.
+void logPlan(const CommPlan& plan);
+
+}  // namespace braid::core
