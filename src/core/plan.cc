@@ -70,7 +70,8 @@ std::string describeTrees(const std::vector<int>& ring) {
     out << "Tree " << t << " : root " << ring[tree.root] << ";";
     for (int r = 0; r < n; ++r) {
       algo::TreeView v = algo::treeViewFor(tree, ring, r);
-      out << " " << r << "<-" << v.parent;
+      out << " " << r;
+      if (v.parent >= 0) out << "<-" << v.parent;
       if (v.nChildren > 0) {
         out << "[";
         for (int c = 0; c < v.nChildren; ++c) out << (c ? "," : "") << v.children[c];

@@ -26,7 +26,8 @@ struct CommPlan {
 /// tuner. `cudaDevice` is this rank's device.
 Status makeGpuPlan(bootstrap::Bootstrap& bootstrap, int cudaDevice, const CommConfig& config, CommPlan* out);
 
-/// Per rank: parent and children in the two trees of the double binary tree over `ringOrder`.
+/// Per rank: parent and children in the two trees of the double binary tree over `ringOrder`
+/// ("3<-1[2,4]": rank 3's parent is 1, its children 2 and 4; the root has no "<-").
 std::string describeTrees(const std::vector<int>& ringOrder);
 
 /// Rank 0's INFO report of a plan.
