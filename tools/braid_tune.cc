@@ -1,27 +1,122 @@
-// braid-tune: what the tuner decides on a machine.
+// braid-tune: what the tuner decides on a machine, and calibration.
 //   braid-tune -f topology.xml [-n ranks] [-e maxBytes]
-// Searches the rings of one rank per GPU (the first n GPUs with -n), then prints the machine
-// summary the cost model uses, the decision for every collective at sizes 8 B .. maxBytes (x4),
-// and the sizes where the all-reduce decision changes.
+//       Searches the rings of one rank per GPU (the first n GPUs with -n), then prints the machine
+//       summary the cost model uses, the decision for every collective at sizes 8 B .. maxBytes
+//       (x4), and the sizes where the all-reduce decision changes.
+//   braid-tune --fit perf.json [-C allreduce] [-A ring] [-c channels] [-f topology.xml] [-o tune.txt]
+//       Fits latency and bandwidth to braid-perf -J times of one algorithm (run with -A), prints
+//       each point's fit error and the hop latency and channel bandwidth they imply, and writes
+//       them as a tune file (BRAID_TUNE_FILE). Host memory unless a GPU topology is given.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "topology/topo_xml.h"
+#include "tune/fit.h"
 #include "tune/tuner.h"
 
 namespace {
 
 int usage(const char* self) {
-  std::fprintf(stderr, "usage: %s -f topology.xml [-n ranks] [-e maxBytes]\n", self);
+  std::fprintf(stderr,
+               "usage: %s -f topology.xml [-n ranks] [-e maxBytes]\n"
+               "       %s --fit perf.json [-C allreduce] [-A ring] [-c channels] [-f topology.xml] [-o tune.txt]\n",
+               self, self);
   return 2;
+}
+
+std::string readAll(const std::string& path, braid::Status* st) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    *st = braid::invalidArgument("cannot read '" + path + "'");
+    return "";
+  }
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+// --fit: the fit of one algorithm's measured times and the machine values it implies.
+int fit(int argc, char** argv) {
+  using namespace braid;
+  std::string json = argv[2], coll = "allreduce", algoName = "ring", topo, outFile;
+  int channels = 1;
+  for (int i = 3; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "-C") == 0)
+      coll = argv[i + 1];
+    else if (std::strcmp(argv[i], "-A") == 0)
+      algoName = argv[i + 1];
+    else if (std::strcmp(argv[i], "-c") == 0)
+      channels = std::atoi(argv[i + 1]);
+    else if (std::strcmp(argv[i], "-f") == 0)
+      topo = argv[i + 1];
+    else if (std::strcmp(argv[i], "-o") == 0)
+      outFile = argv[i + 1];
+    else
+      return usage(argv[0]);
+  }
+  int collIndex = -1, algoIndex = -1;
+  for (int c = 0; c < tune::kNumColls; ++c) {
+    if (coll == algo::collName(static_cast<algo::Coll>(c))) collIndex = c;
+  }
+  for (int a = 0; a < tune::kNumAlgos; ++a) {
+    if (algoName == algo::algoName(static_cast<algo::Algo>(a))) algoIndex = a;
+  }
+  Status st;
+  if (collIndex < 0 || algoIndex < 0)
+    st = invalidArgument("unknown collective '" + coll + "' or algorithm '" + algoName + "'");
+  std::vector<tune::Point> points;
+  int ranks = 0;
+  std::string text = st.isOk() ? readAll(json, &st) : "";
+  if (st.isOk()) st = tune::readPerfJson(text, coll, &points, &ranks);
+  tune::Machine m = tune::hostMachine(ranks, 1, false);
+  if (st.isOk() && !topo.empty()) {
+    topology::System system;
+    topology::SearchResult search;
+    st = topology::readTopologyFile(topo, &system);
+    std::vector<topology::RankPlace> places = topology::oneRankPerGpu(system);
+    if (st.isOk() && static_cast<int>(places.size()) < ranks)
+      st = invalidArgument("the topology has fewer GPUs than the run's ranks");
+    if (st.isOk()) places.resize(ranks);
+    if (st.isOk()) st = topology::searchRings(system, places, 32, &search);
+    if (st.isOk()) m = tune::gpuMachine(search, ranks);
+  }
+  if (!st.isOk()) {
+    std::fprintf(stderr, "braid-tune: %s\n", st.message().c_str());
+    return 1;
+  }
+  auto c = static_cast<algo::Coll>(collIndex);
+  auto a = static_cast<algo::Algo>(algoIndex);
+  tune::LineFit line = tune::fitLine(points);
+  std::printf("# %s/%s, %d ranks, %zu points: time = %.3f us + bytes / %.3f GB/s\n", coll.c_str(), algoName.c_str(),
+              ranks, points.size(), line.intercept, line.slope > 0 ? 1e-3 / line.slope : 0.0);
+  std::printf("%12s %12s %12s %8s\n", "bytes", "measured", "fit", "error");
+  for (size_t i = 0; i < points.size(); ++i) {
+    std::printf("%12.0f %12.3f %12.3f %7.1f%%\n", points[i].bytes, points[i].us,
+                line.intercept + line.slope * points[i].bytes, 100 * line.relativeError[i]);
+  }
+  tune::TuneFile values = tune::tuneFromFit(m, c, a, tune::Proto::kSimple, channels, line);
+  std::string file = tune::writeTuneFile(values);
+  std::fputs(file.c_str(), stdout);
+  if (!outFile.empty()) {
+    std::FILE* f = std::fopen(outFile.c_str(), "w");
+    if (f == nullptr || std::fputs(file.c_str(), f) < 0) {
+      std::fprintf(stderr, "braid-tune: cannot write '%s'\n", outFile.c_str());
+      return 1;
+    }
+    std::fclose(f);
+  }
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace braid;
+  if (argc >= 3 && std::strcmp(argv[1], "--fit") == 0) return fit(argc, argv);
   std::string file;
   int n = 0;
   size_t maxBytes = size_t{1} << 32;

@@ -4,10 +4,12 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "core/param.h"
 #include "tune/constants.h"
+#include "tune/fit.h"
 
 namespace braid::tune {
 namespace {
@@ -118,6 +120,16 @@ Status restrictProtocols(const std::string& text, const char* what, Allowed* all
 Status Tuner::create(const Machine& machine, const TunerConfig& config, Tuner* out) {
   Tuner t;
   t.machine_ = machine;
+  std::string tuneFile = param::getString(param::Id::kTuneFile);
+  if (!tuneFile.empty()) {
+    std::ifstream in(tuneFile);
+    if (!in) return invalidArgument("BRAID_TUNE_FILE '" + tuneFile + "' cannot be read");
+    std::stringstream text;
+    text << in.rdbuf();
+    TuneFile values;
+    BRAID_RETURN_IF_ERROR(parseTuneFile(text.str(), tuneFile, &values).withContext("BRAID_TUNE_FILE"));
+    applyTuneFile(values, &t.machine_);
+  }
   t.hostChunkBytes_ = config.hostChunkBytes;
   BRAID_RETURN_IF_ERROR(restrictAlgorithms(param::getString(param::Id::kAlgo), "BRAID_ALGO", &t.allowed_));
   BRAID_RETURN_IF_ERROR(restrictProtocols(param::getString(param::Id::kProto), "BRAID_PROTO", &t.allowed_));

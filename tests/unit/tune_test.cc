@@ -3,14 +3,20 @@
 // Simple, with the change between 64 KB and 64 MB; 64 ranks on 8 nodes favour the tree below the
 // crossover; overrides are honoured, bad ones refused; decisions are pure functions.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "algo/trace.h"
 #include "topology/search.h"
 #include "topology/topo_xml.h"
 #include "tune/cluster.h"
+#include "tune/fit.h"
 #include "tune/tuner.h"
 
 namespace braid::tune {
@@ -218,6 +224,73 @@ TEST(TuneSim, LargeClustersAreQuick) {
   }
   topology::System s;
   EXPECT_FALSE(buildCluster(ClusterSpec{8, 8, "infiniband", 400}, &s).isOk());
+}
+
+// Points made by the model itself with a known hop latency and channel bandwidth: the fit gets
+// them back.
+TEST(TuneFit, RecoversTheModelsOwnConstants) {
+  Machine truth = hostMachine(4, 1, false);
+  truth.intraHopUs = 0.9;
+  truth.channelGBs = 3.5;
+  std::vector<Point> points;
+  for (double bytes = 8; bytes <= (1 << 26); bytes *= 4) {
+    points.push_back({bytes, predict(truth, Coll::kAllReduce, Algo::kRing, Proto::kSimple, size_t(bytes), 1).us});
+  }
+  LineFit line = fitLine(points);
+  for (double e : line.relativeError) EXPECT_LT(std::fabs(e), 1e-6);
+  Machine start = hostMachine(4, 1, false);
+  TuneFile t = tuneFromFit(start, Coll::kAllReduce, Algo::kRing, Proto::kSimple, 1, line);
+  EXPECT_NEAR(t.hopUs, 0.9, 1e-6);
+  EXPECT_NEAR(t.channelGBs, 3.5, 1e-6);
+}
+
+TEST(TuneFit, ReadsBraidPerfJson) {
+  std::ifstream in(std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/perf-allreduce-ring-2proc.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<Point> points;
+  int ranks = 0;
+  ASSERT_TRUE(readPerfJson(text.str(), "allreduce", &points, &ranks).isOk());
+  EXPECT_EQ(ranks, 2);
+  ASSERT_EQ(points.size(), 12u);
+  EXPECT_EQ(points[0].bytes, 8);
+  EXPECT_FALSE(readPerfJson(text.str(), "broadcast", &points, &ranks).isOk());  // none of those
+  EXPECT_FALSE(
+      readPerfJson("[\n  {\"collective\": \"allreduce\", \"bytes\": 8}\n]", "allreduce", &points, &ranks).isOk());
+}
+
+TEST(TuneFit, TuneFilesRoundTripAndApply) {
+  TuneFile f;
+  f.hopUs = 0.46;
+  f.channelGBs = 10.15;
+  TuneFile back;
+  ASSERT_TRUE(parseTuneFile(writeTuneFile(f), "written", &back).isOk());
+  EXPECT_DOUBLE_EQ(back.hopUs, 0.46);
+  EXPECT_DOUBLE_EQ(back.channelGBs, 10.15);
+  EXPECT_LT(back.baseUs, 0);
+  for (const char* bad : {"hop_us 3", "hop_us = fast", "speed = 3", "channel_gbs = 0", "hop_us = -1"}) {
+    TuneFile x;
+    Status st = parseTuneFile(std::string("# fitted\n") + bad + "\n", "t.txt", &x);
+    EXPECT_FALSE(st.isOk()) << bad;
+    EXPECT_NE(st.message().find("t.txt:2:"), std::string::npos) << st.message();
+  }
+  // Through BRAID_TUNE_FILE the tuner's machine takes the values.
+  std::string path = "/tmp/braid-tune-test-" + std::to_string(getpid()) + ".txt";
+  {
+    std::ofstream out(path);
+    out << writeTuneFile(f);
+  }
+  setenv("BRAID_TUNE_FILE", path.c_str(), 1);
+  Tuner t;
+  Status st = Tuner::create(hostMachine(2, 1, false), {}, &t);
+  unsetenv("BRAID_TUNE_FILE");
+  std::remove(path.c_str());
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_DOUBLE_EQ(t.machine().intraHopUs, 0.46);
+  EXPECT_DOUBLE_EQ(t.machine().channelGBs, 10.15);
+  setenv("BRAID_TUNE_FILE", "/nonexistent/tune.txt", 1);
+  EXPECT_FALSE(Tuner::create(hostMachine(2, 1, false), {}, &t).isOk());
+  unsetenv("BRAID_TUNE_FILE");
 }
 
 }  // namespace

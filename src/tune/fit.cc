@@ -1,0 +1,152 @@
+#include "tune/fit.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "tune/constants.h"
+
+namespace braid::tune {
+namespace {
+
+// The number after `"key": ` in `line`, or false.
+bool numberAfter(const std::string& line, const std::string& key, size_t from, double* out) {
+  size_t at = line.find("\"" + key + "\":", from);
+  if (at == std::string::npos) return false;
+  const char* start = line.c_str() + at + key.size() + 3;
+  char* end = nullptr;
+  *out = std::strtod(start, &end);
+  return end != start;
+}
+
+std::string trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+}  // namespace
+
+Status readPerfJson(const std::string& text, const std::string& collective, std::vector<Point>* out, int* ranks) {
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  out->clear();
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (line.find("\"collective\": \"" + collective + "\"") == std::string::npos) continue;
+    Point p;
+    double n = 0;
+    size_t oop = line.find("\"out_of_place\"");
+    if (!numberAfter(line, "bytes", 0, &p.bytes) || !numberAfter(line, "ranks", 0, &n) || oop == std::string::npos ||
+        !numberAfter(line, "time_us", oop, &p.us)) {
+      return invalidArgument("braid-perf JSON line " + std::to_string(lineNo) + ": no bytes, ranks or time_us");
+    }
+    if (p.us > 0) out->push_back(p);
+    *ranks = static_cast<int>(n);
+  }
+  if (out->size() < 2) {
+    return invalidArgument("the braid-perf JSON has " + std::to_string(out->size()) + " timed " + collective +
+                           " point(s); a fit needs at least 2");
+  }
+  return Status::ok();
+}
+
+LineFit fitLine(const std::vector<Point>& points) {
+  // Minimise sum ((a + b x - y) / y)^2: weights 1/y^2 make every point's relative error count.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const Point& p : points) {
+    double w = 1 / (p.us * p.us);
+    sw += w, sx += w * p.bytes, sy += w * p.us, sxx += w * p.bytes * p.bytes, sxy += w * p.bytes * p.us;
+  }
+  LineFit f;
+  double det = sw * sxx - sx * sx;
+  if (std::fabs(det) > 0) {
+    f.slope = (sw * sxy - sx * sy) / det;
+    f.intercept = (sy - f.slope * sx) / sw;
+  }
+  for (const Point& p : points) f.relativeError.push_back((f.intercept + f.slope * p.bytes - p.us) / p.us);
+  return f;
+}
+
+TuneFile tuneFromFit(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, int channels, const LineFit& fit) {
+  TuneFile t;
+  int steps = sequentialSteps(coll, a, m.nranks);
+  double hopFactor = 1, hopExtra = 0, efficiency = 1;
+  if (m.gpu) {
+    hopFactor = proto == Proto::kLL      ? kLlHopFactor.value
+                : proto == Proto::kLL128 ? kLl128HopFactor.value
+                                         : kSimpleHopFactor.value;
+    hopExtra = proto == Proto::kSimple ? kSimpleHopExtraUs.value : 0;
+    efficiency = proto == Proto::kLL ? kLlEfficiency.value : proto == Proto::kLL128 ? kLl128Efficiency.value : 1;
+  }
+  if (steps > 0) t.hopUs = std::max(0.0, ((fit.intercept - m.baseUs) / steps - hopExtra) / hopFactor);
+  double reduce = m.reduceGBs > 0 ? reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3) : 0;
+  double linkSlope = fit.slope - reduce;
+  double factor = busiestRankFactor(coll, a, m.nranks);
+  if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) efficiency *= kTreeBandwidthFactor.value;
+  if (linkSlope > 0 && factor > 0) t.channelGBs = factor / (linkSlope * 1e3 * std::max(1, channels) * efficiency);
+  return t;
+}
+
+Status parseTuneFile(const std::string& text, const std::string& source, TuneFile* out) {
+  TuneFile f;
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    size_t eq = line.find('=');
+    std::string where = source + ":" + std::to_string(lineNo) + ": ";
+    if (eq == std::string::npos) return invalidArgument(where + "expected 'name = value'");
+    std::string name = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    char* end = nullptr;
+    double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(v >= 0))
+      return invalidArgument(where + "'" + value + "' is not a non-negative number");
+    double* slot = name == "base_us"        ? &f.baseUs
+                   : name == "hop_us"       ? &f.hopUs
+                   : name == "inter_hop_us" ? &f.interHopUs
+                   : name == "channel_gbs"  ? &f.channelGBs
+                   : name == "reduce_gbs"   ? &f.reduceGBs
+                                            : nullptr;
+    if (slot == nullptr) {
+      return invalidArgument(where + "unknown name '" + name +
+                             "' (base_us, hop_us, inter_hop_us, channel_gbs, reduce_gbs)");
+    }
+    if ((name == "channel_gbs" || name == "reduce_gbs") && v == 0)
+      return invalidArgument(where + name + " must be > 0");
+    *slot = v;
+  }
+  *out = f;
+  return Status::ok();
+}
+
+std::string writeTuneFile(const TuneFile& f) {
+  std::ostringstream out;
+  out << "# braid tune file (BRAID_TUNE_FILE): values fitted by braid-tune --fit\n";
+  auto put = [&](const char* name, double v) {
+    if (v < 0) return;
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s = %.6g\n", name, v);
+    out << buf;
+  };
+  put("base_us", f.baseUs);
+  put("hop_us", f.hopUs);
+  put("inter_hop_us", f.interHopUs);
+  put("channel_gbs", f.channelGBs);
+  put("reduce_gbs", f.reduceGBs);
+  return out.str();
+}
+
+void applyTuneFile(const TuneFile& f, Machine* m) {
+  if (f.baseUs >= 0) m->baseUs = f.baseUs;
+  if (f.hopUs >= 0) m->intraHopUs = f.hopUs;
+  if (f.interHopUs >= 0) m->interHopUs = f.interHopUs;
+  if (f.channelGBs > 0) m->channelGBs = f.channelGBs;
+  if (f.reduceGBs > 0) m->reduceGBs = f.reduceGBs;
+}
+
+}  // namespace braid::tune
