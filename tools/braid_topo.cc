@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/machine.h"
+#include "core/plan.h"
 #include "topology/graph.h"
 #include "topology/search.h"
 #include "topology/topo_xml.h"
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("\none rank per GPU (%d ranks):\n%s", system.gpuCount(), topology::describeSearch(rings).c_str());
+    std::printf("trees (rank<-parent[children]):\n%s", core::describeTrees(rings.rings[0].ranks).c_str());
     for (const std::string& why : rings.reasons) std::printf("  why: %s\n", why.c_str());
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "algo/tree_builder.h"
 #include "topology/search.h"
 #include "topology/topo_xml.h"
 
@@ -88,6 +89,34 @@ TEST(TopologySearch, TwoNodesUseOneNicPerChannel) {
   }
   std::sort(exits.begin(), exits.end());
   EXPECT_EQ(exits, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// The trees follow channel 0's ring: over each fixture's ring both trees hold every rank once, and
+// no rank is interior in both (for odd n one rank is a leaf in both).
+TEST(TopologySearch, TreesOverTheRingAreValidAndComplementary) {
+  for (const char* name : {"h200-2gpu.xml", "nvswitch-8gpu.xml", "pcie-4gpu-2socket.xml", "nvswitch-2x8gpu.xml"}) {
+    SearchResult r = searchFixture(name);
+    const std::vector<int>& ring = r.rings[0].ranks;
+    const int n = static_cast<int>(ring.size());
+    std::vector<int> interior(n, 0);
+    for (int t = 0; t < 2; ++t) {
+      algo::PositionTree tree = algo::buildDoubleTree(n, t);
+      std::vector<int> seen(n, 0);
+      int roots = 0;
+      for (int rank = 0; rank < n; ++rank) {
+        algo::TreeView v = algo::treeViewFor(tree, ring, rank);
+        roots += v.parent < 0;
+        interior[rank] += v.nChildren > 0;
+        for (int c = 0; c < v.nChildren; ++c) {
+          ++seen[v.children[c]];
+          EXPECT_EQ(algo::treeViewFor(tree, ring, v.children[c]).parent, rank) << name;
+        }
+      }
+      EXPECT_EQ(roots, 1) << name << " tree " << t;
+      for (int rank = 0; rank < n; ++rank) EXPECT_EQ(seen[rank], rank == ring[tree.root] ? 0 : 1) << name;
+    }
+    for (int rank = 0; rank < n; ++rank) EXPECT_LE(interior[rank], 1) << name << " rank " << rank;
+  }
 }
 
 TEST(TopologySearch, ChannelLimitIsHonoured) {
