@@ -37,6 +37,16 @@ std::string hostIdentity() {
   return id;
 }
 
+namespace {
+
+Status discover(const std::string& name, topology::Host* out) {
+  std::vector<topology::CudaDeviceFacts> cuda;
+  for (const exec::CudaDeviceInfo& d : exec::cudaDevices()) cuda.push_back({d.ordinal, d.busId, d.sm, d.name});
+  return topology::discoverHost(name, cuda, out);
+}
+
+}  // namespace
+
 Status localTopology(topology::Host* out) {
   std::string file = param::getString(param::Id::kTopoFile);
   std::string name = hostName();
@@ -45,18 +55,23 @@ Status localTopology(topology::Host* out) {
     BRAID_RETURN_IF_ERROR(topology::readTopologyFile(file, &system).withContext("BRAID_TOPO_FILE"));
     for (const topology::Host& h : system.hosts) {
       if (h.id == name || system.hosts.size() == 1) {
-        *out = h;
+        if (h.completes) {
+          BRAID_RETURN_IF_ERROR(discover(name, out));
+          topology::completeHost(h, out);
+        } else {
+          *out = h;
+        }
         out->id = name;
-        BRAID_INFO(log::Subsys::kGraph, "topology of host ", name, " loaded from ", file);
+        out->completes = false;
+        BRAID_INFO(log::Subsys::kGraph, "topology of host ", name, h.completes ? " completed from " : " loaded from ",
+                   file);
         return Status::ok();
       }
     }
     return invalidArgument("BRAID_TOPO_FILE " + file + " describes " + std::to_string(system.hosts.size()) +
                            " hosts, none named '" + name + "' (set BRAID_HOSTID to pick one)");
   }
-  std::vector<topology::CudaDeviceFacts> cuda;
-  for (const exec::CudaDeviceInfo& d : exec::cudaDevices()) cuda.push_back({d.ordinal, d.busId, d.sm, d.name});
-  return topology::discoverHost(name, cuda, out);
+  return discover(name, out);
 }
 
 Status communicatorTopology(bootstrap::Bootstrap& bootstrap, topology::System* out) {

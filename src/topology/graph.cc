@@ -84,6 +84,46 @@ int System::gpuCount() const {
   return n;
 }
 
+void completeHost(const Host& extra, Host* host) {
+  std::vector<int> map(extra.nodes.size(), -1);
+  for (size_t i = 0; i < extra.nodes.size(); ++i) {
+    const Node& e = extra.nodes[i];
+    int found = -1;
+    for (size_t j = 0; j < host->nodes.size() && found < 0; ++j) {
+      const Node& d = host->nodes[j];
+      if (d.kind == e.kind && ((!e.busId.empty() && d.busId == e.busId) || (e.busId.empty() && d.id == e.id)))
+        found = static_cast<int>(j);
+    }
+    if (found < 0) {
+      Node added = e;
+      if (host->find(added.id) >= 0) added.id += "-file";
+      host->nodes.push_back(added);
+      found = static_cast<int>(host->nodes.size()) - 1;
+    } else {
+      Node& d = host->nodes[found];
+      if (d.index < 0) d.index = e.index;
+      if (d.name.empty()) d.name = e.name;
+      if (d.sm == 0) d.sm = e.sm;
+      if (d.speedGbps <= 0) d.speedGbps = e.speedGbps;
+    }
+    map[i] = found;
+  }
+  for (const Link& l : extra.links) {
+    Link mapped = l;
+    mapped.a = map[l.a];
+    mapped.b = map[l.b];
+    bool replaced = false;
+    for (Link& d : host->links) {
+      bool same = (d.a == mapped.a && d.b == mapped.b) || (d.a == mapped.b && d.b == mapped.a);
+      if (same && d.kind == mapped.kind) {
+        d = mapped;
+        replaced = true;
+      }
+    }
+    if (!replaced) host->links.push_back(mapped);
+  }
+}
+
 void applyLinkTable(System* system) {
   for (Host& host : system->hosts) {
     for (Link& link : host.links) {

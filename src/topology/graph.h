@@ -54,7 +54,8 @@ struct Link {
 };
 
 struct Host {
-  std::string id;  // host identity (BRAID_HOSTID, or host name + boot id)
+  std::string id;          // host identity (BRAID_HOSTID, or host name + boot id)
+  bool completes = false;  // from a file: adds to discovery instead of replacing it (use="complete")
   std::vector<Node> nodes;
   std::vector<Link> links;
 
@@ -69,6 +70,11 @@ struct System {
 
   int gpuCount() const;
 };
+
+/// Adds what `extra` (a file's host) knows to `host` (discovered): nodes matched by bus id, else by
+/// id, get the fields they lack; other nodes are added; links between ends that have no link of
+/// that kind yet are added, and links the file gives replace their count, bandwidth and latency.
+void completeHost(const Host& extra, Host* host);
 
 /// Fills every link's bandwidth and latency that was not given, from the table (links.h).
 void applyLinkTable(System* system);

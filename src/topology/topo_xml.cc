@@ -115,9 +115,13 @@ Status readLink(const XmlElement& e, const std::string& source, const Host& host
 }
 
 Status readHost(const XmlElement& e, const std::string& source, Host* host) {
-  Attributes a(e, source, {"id"});
+  Attributes a(e, source, {"id", "use"});
   BRAID_RETURN_IF_ERROR(a.checkKnown());
   BRAID_RETURN_IF_ERROR(a.required("id", &host->id));
+  std::string use = "replace";
+  a.text("use", &use);
+  if (use != "replace" && use != "complete") return a.error("'use' is '" + use + "', not replace or complete");
+  host->completes = use == "complete";
   for (const XmlElement& c : e.children) {
     NodeKind kind;
     if (c.name == "link") {
@@ -208,6 +212,7 @@ std::string writeTopology(const System& system) {
     XmlElement h;
     h.name = "host";
     h.set("id", host.id);
+    if (host.completes) h.set("use", "complete");
     for (const Node& n : host.nodes) h.children.push_back(nodeElement(n));
     for (const Link& l : host.links) h.children.push_back(linkElement(host, l));
     root.children.push_back(std::move(h));

@@ -2,7 +2,9 @@
 // survives a write/read round trip unchanged; bad files fail naming the line; discovery on this
 // machine (no GPU here) gives a valid graph.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -211,6 +213,40 @@ TEST(TopologyDiscovery, BusIdsAndLinkSpeeds) {
   EXPECT_EQ(pcieGenFromSpeed("32.0 GT/s PCIe"), 5);
   EXPECT_EQ(pcieGenFromSpeed("8.0 GT/s PCIe"), 3);
   EXPECT_EQ(pcieGenFromSpeed("Unknown"), 0);
+}
+
+// use="complete": discovery stays, the file adds what it hides (here two GPUs and their NVLink).
+TEST(TopologyDiscovery, TopoFileCompletesDiscovery) {
+  std::string path = "/tmp/braid-complete-" + std::to_string(getpid()) + ".xml";
+  {
+    std::ofstream out(path);
+    out << "<system><host id=\"x\" use=\"complete\"><cpu id=\"cpu0\" name=\"from the file\"/>"
+           "<gpu id=\"g0\" dev=\"0\" busid=\"0000:99:00.0\"/><gpu id=\"g1\" dev=\"1\" busid=\"0000:9a:00.0\"/>"
+           "<link a=\"g0\" b=\"g1\" type=\"nvlink\" count=\"4\"/><link a=\"g0\" b=\"cpu0\" type=\"pcie\"/>"
+           "</host></system>";
+  }
+  setenv("BRAID_TOPO_FILE", path.c_str(), 1);
+  Host h;
+  Status st = core::localTopology(&h);
+  unsetenv("BRAID_TOPO_FILE");
+  Host discovered;
+  ASSERT_TRUE(discoverHost("d", {}, &discovered).isOk());
+  std::remove(path.c_str());
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(h.count(NodeKind::kCpu), discovered.count(NodeKind::kCpu));  // cpu0 matched, not added
+  EXPECT_EQ(h.count(NodeKind::kGpu), discovered.count(NodeKind::kGpu) + 2);
+  EXPECT_EQ(h.links.size(), discovered.links.size() + 2);
+  EXPECT_NE(linkBetween(h, "g0", "g1"), nullptr);
+  EXPECT_FALSE(h.completes);
+  System s;
+  s.hosts.push_back(h);
+  applyLinkTable(&s);
+  EXPECT_TRUE(validate(s).isOk()) << validate(s).message();
+  // The attribute survives a round trip; other values are errors.
+  System file;
+  ASSERT_TRUE(readTopology("<system><host id=\"a\" use=\"complete\"/></system>", "t", &file).isOk());
+  EXPECT_NE(writeTopology(file).find("use=\"complete\""), std::string::npos);
+  EXPECT_FALSE(readTopology("<system><host id=\"a\" use=\"merge\"/></system>", "t", &file).isOk());
 }
 
 TEST(TopologyDiscovery, TopoFileReplacesDiscovery) {
