@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/log.h"
 #include "core/param.h"
 #include "tune/constants.h"
 #include "tune/fit.h"
@@ -147,6 +148,17 @@ Status Tuner::create(const Machine& machine, const TunerConfig& config, Tuner* o
   }
   t.minChannels_ = minCtas;
   t.maxChannels_ = maxCtas;
+  // Report the choices that narrow the tuner, once per communicator (rank 0 logs its table too).
+  const std::pair<const char*, std::string> given[] = {{"BRAID_ALGO", param::getString(param::Id::kAlgo)},
+                                                       {"BRAID_PROTO", param::getString(param::Id::kProto)},
+                                                       {"config->algorithm", config.algorithm},
+                                                       {"config->protocol", config.protocol},
+                                                       {"BRAID_MIN_CTAS", param::getString(param::Id::kMinCtas)},
+                                                       {"BRAID_MAX_CTAS", param::getString(param::Id::kMaxCtas)},
+                                                       {"BRAID_TUNE_FILE", tuneFile}};
+  for (const auto& g : given) {
+    if (!g.second.empty()) BRAID_INFO(log::Subsys::kTune, "tuner: ", g.first, "='", g.second, "' in effect");
+  }
   *out = std::move(t);
   return Status::ok();
 }
