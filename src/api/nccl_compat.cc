@@ -1,0 +1,307 @@
+// The NCCL 2.28 API (include/nccl.h) over braid's, for libnccl.so.2. Handles, ids, types, ops and
+// result codes have the same values on both sides, so most functions translate and forward; what
+// braid cannot do returns an error whose message ncclGetLastError gives (docs/nccl-compat.md).
+// Each function's profiling twin (pncclX) is an alias of it.
+#include <nccl.h>
+
+#include <cstring>
+
+#include "api/guard.h"
+#include "braid/braid.h"
+
+namespace {
+
+static_assert(sizeof(ncclUniqueId) == sizeof(braidUniqueId), "unique ids are 128 bytes on both sides");
+static_assert(static_cast<int>(ncclFloat8e5m2) == static_cast<int>(braidFloat8e5m2), "types share values");
+static_assert(static_cast<int>(ncclAvg) == static_cast<int>(braidAvg), "ops share values");
+static_assert(static_cast<int>(ncclInProgress) == static_cast<int>(braidInProgress), "results share values");
+
+braidComm_t toBraid(ncclComm_t c) { return reinterpret_cast<braidComm_t>(c); }
+braidDataType_t type(ncclDataType_t t) { return static_cast<braidDataType_t>(t); }
+braidRedOp_t op(ncclRedOp_t o) { return static_cast<braidRedOp_t>(o); }
+braidStream_t stream(cudaStream_t s) { return reinterpret_cast<braidStream_t>(s); }
+
+// braid's results are NCCL's, plus braidTimeout: a peer that did not answer in time.
+ncclResult_t result(braidResult_t r) { return r == braidTimeout ? ncclRemoteError : static_cast<ncclResult_t>(r); }
+
+braidUniqueId id(const ncclUniqueId& u) {
+  braidUniqueId b;
+  std::memcpy(&b, &u, sizeof(b));
+  return b;
+}
+
+// braid's config from NCCL's: blocking, minCTAs and maxCTAs carry over; the rest is ignored.
+braid::Status translate(const ncclConfig_t* in, braidConfig_t* out) {
+  *out = BRAID_CONFIG_INITIALIZER;
+  if (in == nullptr) return braid::Status::ok();
+  if (in->size < offsetof(ncclConfig_t, maxCTAs) + sizeof(int) || in->magic != 0xcafebeef) {
+    return braid::invalidArgument("'config' was not made from NCCL_CONFIG_INITIALIZER (size or magic is wrong)");
+  }
+  if (in->blocking != NCCL_CONFIG_UNDEF_INT) out->blocking = in->blocking;
+  if (in->minCTAs != NCCL_CONFIG_UNDEF_INT) out->minCTAs = in->minCTAs;
+  if (in->maxCTAs != NCCL_CONFIG_UNDEF_INT) out->maxCTAs = in->maxCTAs;
+  return braid::Status::ok();
+}
+
+// An NCCL function braid does not provide: a clear error, never a silent success.
+ncclResult_t unsupported(const char* function, const char* why) {
+  return result(
+      braid::api::finish(function, braid::invalidUsage(std::string(function) + " is not supported by braid: " + why)));
+}
+
+ncclResult_t fail(const char* function, const braid::Status& s) { return result(braid::api::finish(function, s)); }
+
+size_t elementBytes(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
+    default: return 1;
+  }
+}
+
+braidResult_t sizeAndRank(ncclComm_t comm, int* n, int* me) {
+  braidResult_t r = braidCommCount(toBraid(comm), n);
+  return r == braidSuccess ? braidCommUserRank(toBraid(comm), me) : r;
+}
+
+}  // namespace
+
+#define BRAID_ALIAS(name) __attribute__((alias(#name), visibility("default")))
+#define BRAID_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+BRAID_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return fail("ncclGetVersion", braid::invalidArgument("'version' is NULL"));
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+BRAID_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  return result(braidGetUniqueId(reinterpret_cast<braidUniqueId*>(uniqueId)));
+}
+
+BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                                 ncclConfig_t* config) {
+  braidConfig_t c;
+  braid::Status st = translate(config, &c);
+  if (!st.isOk()) return fail("ncclCommInitRankConfig", st);
+  return result(braidCommInitRankConfig(reinterpret_cast<braidComm_t*>(comm), nranks, id(commId), rank, &c));
+}
+
+BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return result(braidCommInitRank(reinterpret_cast<braidComm_t*>(comm), nranks, id(commId), rank));
+}
+
+BRAID_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  return result(braidCommInitAll(reinterpret_cast<braidComm_t*>(comm), ndev, devlist));
+}
+
+// Several ids spread NCCL's rendezvous over several roots; braid's root serves every rank, so the
+// first id (the same on every rank) is enough.
+BRAID_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                                   ncclUniqueId* commIds, ncclConfig_t* config) {
+  if (nId < 1 || commIds == nullptr) {
+    return fail("ncclCommInitRankScalable", braid::invalidArgument("needs at least one unique id (nId >= 1)"));
+  }
+  return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
+}
+
+BRAID_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return result(braidCommFinalize(toBraid(comm))); }
+BRAID_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return result(braidCommDestroy(toBraid(comm))); }
+BRAID_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return result(braidCommAbort(toBraid(comm))); }
+
+BRAID_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t, int) { return unsupported("ncclCommRevoke", "use ncclCommAbort"); }
+
+BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                        ncclConfig_t* config) {
+  braidConfig_t c;
+  braid::Status st = translate(config, &c);
+  if (!st.isOk()) return fail("ncclCommSplit", st);
+  return result(braidCommSplit(toBraid(comm), color, key, reinterpret_cast<braidComm_t*>(newcomm),
+                               config != nullptr ? &c : nullptr));
+}
+
+BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) {
+  return unsupported("ncclCommShrink", "use ncclCommSplit with NCCL_SPLIT_NOCOLOR on the excluded ranks");
+}
+
+BRAID_EXPORT const char* ncclGetErrorString(ncclResult_t r) {
+  return braidGetErrorString(static_cast<braidResult_t>(r));
+}
+BRAID_EXPORT const char* ncclGetLastError(ncclComm_t) { return braidGetLastError(); }
+BRAID_EXPORT void ncclResetDebugInit(void) {}
+
+BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  braidResult_t e = braidSuccess;
+  braidResult_t r = braidCommGetAsyncError(toBraid(comm), asyncError != nullptr ? &e : nullptr);
+  if (r == braidSuccess) *asyncError = result(e);
+  return result(r);
+}
+BRAID_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return result(braidCommCount(toBraid(comm), count));
+}
+BRAID_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return result(braidCommCuDevice(toBraid(comm), device));
+}
+BRAID_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return result(braidCommUserRank(toBraid(comm), rank));
+}
+
+BRAID_EXPORT ncclResult_t ncclMemAlloc(void**, size_t) {
+  return unsupported("ncclMemAlloc", "allocate with cudaMalloc (braid needs no special memory)");
+}
+BRAID_EXPORT ncclResult_t ncclMemFree(void*) {
+  return unsupported("ncclMemFree", "memory from cudaMalloc is freed with cudaFree");
+}
+BRAID_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t, void*, size_t, void**) {
+  return unsupported("ncclCommRegister", "buffer registration is not available yet; collectives take any buffer");
+}
+BRAID_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t, void*) {
+  return unsupported("ncclCommDeregister", "buffer registration is not available yet");
+}
+BRAID_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
+  return unsupported("ncclCommWindowRegister", "symmetric memory windows are not available");
+}
+BRAID_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
+  return unsupported("ncclCommWindowDeregister", "symmetric memory windows are not available");
+}
+BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t,
+                                                   ncclComm_t) {
+  return unsupported("ncclRedOpCreatePreMulSum", "pre-multiplied sums are not available yet (ncclAvg is)");
+}
+BRAID_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t, ncclComm_t) {
+  return unsupported("ncclRedOpDestroy", "no operator can have been created");
+}
+
+BRAID_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                     ncclRedOp_t o, int root, ncclComm_t comm, cudaStream_t s) {
+  return result(braidReduce(sendbuff, recvbuff, count, type(datatype), op(o), root, toBraid(comm), stream(s)));
+}
+BRAID_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t s) {
+  return result(braidBroadcast(buff, buff, count, type(datatype), root, toBraid(comm), stream(s)));
+}
+BRAID_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                        int root, ncclComm_t comm, cudaStream_t s) {
+  return result(braidBroadcast(sendbuff, recvbuff, count, type(datatype), root, toBraid(comm), stream(s)));
+}
+BRAID_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                        ncclRedOp_t o, ncclComm_t comm, cudaStream_t s) {
+  return result(braidAllReduce(sendbuff, recvbuff, count, type(datatype), op(o), toBraid(comm), stream(s)));
+}
+BRAID_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                            ncclDataType_t datatype, ncclRedOp_t o, ncclComm_t comm, cudaStream_t s) {
+  return result(braidReduceScatter(sendbuff, recvbuff, recvcount, type(datatype), op(o), toBraid(comm), stream(s)));
+}
+BRAID_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                                        ncclComm_t comm, cudaStream_t s) {
+  return result(braidAllGather(sendbuff, recvbuff, sendcount, type(datatype), toBraid(comm), stream(s)));
+}
+BRAID_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       ncclComm_t comm, cudaStream_t s) {
+  return result(braidAllToAll(sendbuff, recvbuff, count, type(datatype), toBraid(comm), stream(s)));
+}
+
+BRAID_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                   ncclComm_t comm, cudaStream_t s) {
+  return result(braidSend(sendbuff, count, type(datatype), peer, toBraid(comm), stream(s)));
+}
+BRAID_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                                   cudaStream_t s) {
+  return result(braidRecv(recvbuff, count, type(datatype), peer, toBraid(comm), stream(s)));
+}
+
+BRAID_EXPORT ncclResult_t ncclGroupStart(void) { return result(braidGroupStart()); }
+BRAID_EXPORT ncclResult_t ncclGroupEnd(void) { return result(braidGroupEnd()); }
+
+BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
+  return unsupported("ncclGroupSimulateEnd", "the cost-model estimate of a group is not available yet");
+}
+
+// Gather and scatter: one send/recv group; the root's own block is a self-send.
+BRAID_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                     int root, ncclComm_t comm, cudaStream_t s) {
+  int n = 0, me = 0;
+  if (braidResult_t r = sizeAndRank(comm, &n, &me); r != braidSuccess) return result(r);
+  size_t block = count * elementBytes(datatype);
+  braidGroupStart();
+  braidSend(sendbuff, count, type(datatype), root, toBraid(comm), stream(s));
+  if (me == root) {
+    for (int q = 0; q < n; ++q) {
+      braidRecv(static_cast<char*>(recvbuff) + q * block, count, type(datatype), q, toBraid(comm), stream(s));
+    }
+  }
+  return result(braidGroupEnd());
+}
+
+BRAID_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      int root, ncclComm_t comm, cudaStream_t s) {
+  int n = 0, me = 0;
+  if (braidResult_t r = sizeAndRank(comm, &n, &me); r != braidSuccess) return result(r);
+  size_t block = count * elementBytes(datatype);
+  braidGroupStart();
+  if (me == root) {
+    for (int q = 0; q < n; ++q) {
+      braidSend(static_cast<const char*>(sendbuff) + q * block, count, type(datatype), q, toBraid(comm), stream(s));
+    }
+  }
+  braidRecv(recvbuff, count, type(datatype), root, toBraid(comm), stream(s));
+  return result(braidGroupEnd());
+}
+
+// The profiling twins.
+#define BRAID_TWIN(ret, name, args) ret p##name args BRAID_ALIAS(name);
+BRAID_TWIN(ncclResult_t, ncclGetVersion, (int*))
+BRAID_TWIN(ncclResult_t, ncclGetUniqueId, (ncclUniqueId*))
+BRAID_TWIN(ncclResult_t, ncclCommInitRankConfig, (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*))
+BRAID_TWIN(ncclResult_t, ncclCommInitRank, (ncclComm_t*, int, ncclUniqueId, int))
+BRAID_TWIN(ncclResult_t, ncclCommInitAll, (ncclComm_t*, int, const int*))
+BRAID_TWIN(ncclResult_t, ncclCommInitRankScalable, (ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*))
+BRAID_TWIN(ncclResult_t, ncclCommFinalize, (ncclComm_t))
+BRAID_TWIN(ncclResult_t, ncclCommDestroy, (ncclComm_t))
+BRAID_TWIN(ncclResult_t, ncclCommAbort, (ncclComm_t))
+BRAID_TWIN(ncclResult_t, ncclCommRevoke, (ncclComm_t, int))
+BRAID_TWIN(ncclResult_t, ncclCommSplit, (ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*))
+BRAID_TWIN(ncclResult_t, ncclCommShrink, (ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int))
+BRAID_TWIN(const char*, ncclGetErrorString, (ncclResult_t))
+BRAID_TWIN(const char*, ncclGetLastError, (ncclComm_t))
+BRAID_TWIN(void, ncclResetDebugInit, (void))
+BRAID_TWIN(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t, ncclResult_t*))
+BRAID_TWIN(ncclResult_t, ncclCommCount, (const ncclComm_t, int*))
+BRAID_TWIN(ncclResult_t, ncclCommCuDevice, (const ncclComm_t, int*))
+BRAID_TWIN(ncclResult_t, ncclCommUserRank, (const ncclComm_t, int*))
+BRAID_TWIN(ncclResult_t, ncclMemAlloc, (void**, size_t))
+BRAID_TWIN(ncclResult_t, ncclMemFree, (void*))
+BRAID_TWIN(ncclResult_t, ncclCommRegister, (const ncclComm_t, void*, size_t, void**))
+BRAID_TWIN(ncclResult_t, ncclCommDeregister, (const ncclComm_t, void*))
+BRAID_TWIN(ncclResult_t, ncclCommWindowRegister, (ncclComm_t, void*, size_t, ncclWindow_t*, int))
+BRAID_TWIN(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t, ncclWindow_t))
+BRAID_TWIN(ncclResult_t, ncclRedOpCreatePreMulSum,
+           (ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t))
+BRAID_TWIN(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t, ncclComm_t))
+BRAID_TWIN(ncclResult_t, ncclReduce,
+           (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclBcast, (void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclBroadcast, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclAllReduce,
+           (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclReduceScatter,
+           (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclAllGather, (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclAlltoAll, (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclGather, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclScatter, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclSend, (const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclRecv, (void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+BRAID_TWIN(ncclResult_t, ncclGroupStart, (void))
+BRAID_TWIN(ncclResult_t, ncclGroupEnd, (void))
+BRAID_TWIN(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t*))
+
+}  // extern "C"
