@@ -225,35 +225,36 @@ BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
   return unsupported("ncclGroupSimulateEnd", "the cost-model estimate of a group is not available yet");
 }
 
-// Gather and scatter: one send/recv group; the root's own block is a self-send.
-BRAID_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                     int root, ncclComm_t comm, cudaStream_t s) {
+// Gather and scatter: one group of sends and receives between the root and every rank (the root's
+// own block is a self-send).
+static ncclResult_t rooted(bool gather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           int root, ncclComm_t comm, cudaStream_t s) {
   int n = 0, me = 0;
   if (braidResult_t r = sizeAndRank(comm, &n, &me); r != braidSuccess) return result(r);
-  size_t block = count * elementBytes(datatype);
+  const size_t block = count * elementBytes(datatype);
+  braidComm_t c = toBraid(comm);
   braidGroupStart();
-  braidSend(sendbuff, count, type(datatype), root, toBraid(comm), stream(s));
-  if (me == root) {
-    for (int q = 0; q < n; ++q) {
-      braidRecv(static_cast<char*>(recvbuff) + q * block, count, type(datatype), q, toBraid(comm), stream(s));
-    }
+  if (gather)
+    braidSend(sendbuff, count, type(datatype), root, c, stream(s));
+  else
+    braidRecv(recvbuff, count, type(datatype), root, c, stream(s));
+  for (int q = 0; me == root && q < n; ++q) {
+    if (gather)
+      braidRecv(static_cast<char*>(recvbuff) + q * block, count, type(datatype), q, c, stream(s));
+    else
+      braidSend(static_cast<const char*>(sendbuff) + q * block, count, type(datatype), q, c, stream(s));
   }
   return result(braidGroupEnd());
 }
 
+BRAID_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                     int root, ncclComm_t comm, cudaStream_t s) {
+  return rooted(true, sendbuff, recvbuff, count, datatype, root, comm, s);
+}
+
 BRAID_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                       int root, ncclComm_t comm, cudaStream_t s) {
-  int n = 0, me = 0;
-  if (braidResult_t r = sizeAndRank(comm, &n, &me); r != braidSuccess) return result(r);
-  size_t block = count * elementBytes(datatype);
-  braidGroupStart();
-  if (me == root) {
-    for (int q = 0; q < n; ++q) {
-      braidSend(static_cast<const char*>(sendbuff) + q * block, count, type(datatype), q, toBraid(comm), stream(s));
-    }
-  }
-  braidRecv(recvbuff, count, type(datatype), root, toBraid(comm), stream(s));
-  return result(braidGroupEnd());
+  return rooted(false, sendbuff, recvbuff, count, datatype, root, comm, s);
 }
 
 // The profiling twins.
