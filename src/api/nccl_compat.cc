@@ -4,7 +4,10 @@
 // Each function's profiling twin (pncclX) is an alias of it.
 #include <nccl.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "api/guard.h"
 #include "braid/braid.h"
@@ -68,6 +71,47 @@ size_t elementBytes(ncclDataType_t t) {
 braidResult_t sizeAndRank(ncclComm_t comm, int* n, int* me) {
   braidResult_t r = braidCommCount(toBraid(comm), n);
   return r == braidSuccess ? braidCommUserRank(toBraid(comm), me) : r;
+}
+
+// The NCCL_* variables users set, as braid's (a BRAID_* variable already set wins). Runs when
+// libnccl.so.2 is loaded, before any call reads its parameters.
+struct EnvName {
+  const char* nccl;
+  const char* braid;
+};
+const EnvName kEnvironment[] = {
+    {"NCCL_DEBUG", "BRAID_DEBUG"},
+    {"NCCL_DEBUG_SUBSYS", "BRAID_DEBUG_SUBSYS"},
+    {"NCCL_DEBUG_FILE", "BRAID_DEBUG_FILE"},
+    {"NCCL_ALGO", "BRAID_ALGO"},
+    {"NCCL_PROTO", "BRAID_PROTO"},
+    {"NCCL_MIN_CTAS", "BRAID_MIN_CTAS"},
+    {"NCCL_MAX_CTAS", "BRAID_MAX_CTAS"},
+    {"NCCL_MIN_NCHANNELS", "BRAID_MIN_CTAS"},
+    {"NCCL_MAX_NCHANNELS", "BRAID_MAX_CTAS"},
+    {"NCCL_SOCKET_IFNAME", "BRAID_SOCKET_IFNAME"},
+    {"NCCL_SOCKET_FAMILY", "BRAID_SOCKET_FAMILY"},
+    {"NCCL_SHM_DISABLE", "BRAID_SHM_DISABLE"},
+    {"NCCL_TOPO_FILE", "BRAID_TOPO_FILE"},
+    {"NCCL_TOPO_DUMP_FILE", "BRAID_TOPO_DUMP_FILE"},
+    {"NCCL_COMM_ID", "BRAID_COMM_ID"},
+    {"NCCL_SOCKET_NTHREADS", "BRAID_SOCKET_NTHREADS"},
+    {"NCCL_NSOCKS_PERTHREAD", "BRAID_NSOCKS_PERTHREAD"},
+};
+
+__attribute__((constructor)) void adoptNcclEnvironment() {
+  for (const EnvName& e : kEnvironment) {
+    const char* v = std::getenv(e.nccl);
+    if (v != nullptr && std::getenv(e.braid) == nullptr) setenv(e.braid, v, 0);
+  }
+  // NCCL_BUFFSIZE is a connection's whole buffer; braid's is BRAID_STEPS slots of BRAID_CHUNK_BYTES.
+  const char* buff = std::getenv("NCCL_BUFFSIZE");
+  if (buff != nullptr && std::getenv("BRAID_CHUNK_BYTES") == nullptr) {
+    const char* stepsText = std::getenv("BRAID_STEPS");
+    long steps = stepsText != nullptr ? std::atol(stepsText) : 8;
+    long bytes = std::atol(buff);
+    if (bytes > 0 && steps > 0) setenv("BRAID_CHUNK_BYTES", std::to_string(bytes / steps).c_str(), 0);
+  }
 }
 
 }  // namespace
