@@ -27,6 +27,7 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
     r.op = args.op;
     r.root = args.rootOrPeer;
     if (core::groupDepth() == 0) return comm->collective(r);  // the common case: nothing to hold
+    core::addToGroupEstimate(comm->estimateUs(r));
     // A call held by a group reports through braidGroupEnd: name the call that failed there.
     std::string name(function);
     return core::runOrDefer([comm, r, name]() { return comm->collective(r).withContext(name); });

@@ -11,6 +11,7 @@
 
 #include "api/guard.h"
 #include "braid/braid.h"
+#include "core/group.h"
 
 namespace {
 
@@ -265,8 +266,19 @@ BRAID_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t 
 BRAID_EXPORT ncclResult_t ncclGroupStart(void) { return result(braidGroupStart()); }
 BRAID_EXPORT ncclResult_t ncclGroupEnd(void) { return result(braidGroupEnd()); }
 
-BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
-  return unsupported("ncclGroupSimulateEnd", "the cost-model estimate of a group is not available yet");
+// Ends the group without running it; the estimate is the tuner's predicted time of every held
+// call, in microseconds (summed: calls of one thread's group are assumed not to overlap).
+BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return result(braid::api::guard("ncclGroupSimulateEnd", [&]() -> braid::Status {
+    if (simInfo == nullptr) return braid::invalidArgument("'simInfo' is NULL");
+    if (simInfo->size < sizeof(ncclSimInfo_t) || simInfo->magic != 0x74685283) {
+      return braid::invalidArgument("'simInfo' was not made from NCCL_SIM_INFO_INITIALIZER");
+    }
+    double us = 0;
+    BRAID_RETURN_IF_ERROR(braid::core::groupSimulateEnd(&us));
+    simInfo->estimatedTime = static_cast<float>(us);
+    return braid::Status::ok();
+  }));
 }
 
 // Gather and scatter: one group of sends and receives between the root and every rank (the root's

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/call_check.h"
+#include "core/datatype.h"
 #include "core/log.h"
 #include "core/machine.h"
 #include "core/param.h"
@@ -198,6 +199,18 @@ Status Comm::failOnRemoteError(Status s) {
     state_.store(State::kFailed, std::memory_order_release);
   }
   return s;
+}
+
+double Comm::estimateUs(const CollRequest& request) const {
+  const tune::Tuner* t = host_ != nullptr ? &host_->tuner() : plan_.search.rings.empty() ? nullptr : &plan_.tuner;
+  return t == nullptr ? 0 : t->decide(request.coll, messageBytes(request, nranks_)).predictedUs;
+}
+
+double Comm::estimateUs(const P2pRequest& request) const {
+  const tune::Tuner* t = host_ != nullptr ? &host_->tuner() : plan_.search.rings.empty() ? nullptr : &plan_.tuner;
+  if (t == nullptr) return 0;
+  const tune::Machine& m = t->machine();
+  return m.baseUs + m.intraHopUs + static_cast<double>(request.count * typeSize(request.type)) / (m.channelGBs * 1e3);
 }
 
 Status Comm::p2p(const std::vector<P2pRequest>& requests) {

@@ -76,6 +76,10 @@ class Comm {
   /// Runs sends and receives together (one group's worth on this communicator).
   Status p2p(const std::vector<P2pRequest>& requests);
 
+  /// The tuner's predicted time of a call (0 where this communicator has no tuner yet).
+  double estimateUs(const CollRequest& request) const;
+  double estimateUs(const P2pRequest& request) const;
+
  private:
   explicit Comm(const InitArgs& args);
   Status init(const bootstrap::UniqueIdBytes& id);

@@ -12,7 +12,20 @@ thread_local int tlsDepth = 0;
 thread_local std::vector<std::function<Status()>> tlsHeld;
 // Point-to-point batches per communicator, in posting order.
 thread_local std::map<Comm*, std::pair<std::shared_ptr<Comm>, std::vector<P2pRequest>>> tlsP2p;
+thread_local double tlsEstimateUs = 0;  // predicted time of the held calls
 }  // namespace
+
+void addToGroupEstimate(double us) { tlsEstimateUs += us; }
+
+Status groupSimulateEnd(double* estimatedUs) {
+  if (tlsDepth == 0) return invalidUsage("group simulation without a matching group start on this thread");
+  *estimatedUs = tlsEstimateUs;
+  if (--tlsDepth > 0) return Status::ok();
+  tlsHeld.clear();
+  tlsP2p.clear();
+  tlsEstimateUs = 0;
+  return Status::ok();
+}
 
 Status groupStart() {
   ++tlsDepth;
@@ -28,6 +41,7 @@ Status groupEnd() {
     tlsHeld.push_back([comm, batch] { return comm->p2p(batch); });
   }
   tlsP2p.clear();
+  tlsEstimateUs = 0;
   std::vector<std::function<Status()>> calls;
   calls.swap(tlsHeld);
   if (calls.empty()) return Status::ok();
@@ -48,6 +62,7 @@ Status runOrDefer(std::function<Status()> call) {
 
 Status runOrDeferP2p(std::shared_ptr<Comm> comm, P2pRequest request) {
   if (tlsDepth == 0) return comm->p2p({request});
+  addToGroupEstimate(comm->estimateUs(request));
   auto& entry = tlsP2p[comm.get()];
   entry.first = comm;
   entry.second.push_back(std::move(request));

@@ -29,4 +29,11 @@ Status runOrDeferP2p(std::shared_ptr<Comm> comm, P2pRequest request);
 /// Nesting depth of the calling thread's group (0 outside any group).
 int groupDepth();
 
+/// Adds a held call's predicted time (the tuner's) to the group's estimate.
+void addToGroupEstimate(double us);
+
+/// Ends one level like groupEnd, but the outermost end runs nothing: the held calls are dropped
+/// and `*estimatedUs` gets their predicted time (ncclGroupSimulateEnd).
+Status groupSimulateEnd(double* estimatedUs);
+
 }  // namespace braid::core

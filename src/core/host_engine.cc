@@ -194,6 +194,12 @@ void HostEngine::closeConnections() { fifos_->closeAll(rank_); }
 
 HostEngine::~HostEngine() = default;
 
+size_t messageBytes(const CollRequest& r, int nranks) {
+  size_t bytes = r.count * typeSize(r.type);
+  bool gathers = r.coll == algo::Coll::kAllGather || r.coll == algo::Coll::kReduceScatter;
+  return gathers ? bytes * static_cast<size_t>(nranks) : bytes;
+}
+
 algo::CallShape HostEngine::decide(const CollRequest& r) const {
   algo::CallShape call;
   call.coll = r.coll;
@@ -201,10 +207,7 @@ algo::CallShape HostEngine::decide(const CollRequest& r) const {
   call.root = r.root;
   call.postOp = r.op == braidAvg;
   size_t elem = typeSize(r.type);
-  size_t bytes = r.count * elem;
-  // The tuner speaks in the nccl-tests message size: all-gather's output, reduce-scatter's input.
-  bool gathers = r.coll == algo::Coll::kAllGather || r.coll == algo::Coll::kReduceScatter;
-  tune::Decision d = tuner_.decide(r.coll, gathers ? bytes * nranks_ : bytes);
+  tune::Decision d = tuner_.decide(r.coll, messageBytes(r, nranks_));
   call.algo = d.algo;
   call.nChannels = d.channels;
   call.chunkElems = std::max<size_t>(1, d.chunkBytes / elem);

@@ -35,6 +35,10 @@ struct CollRequest {
   int root = 0;
 };
 
+/// The message size of a call as nccl-tests and the tuner count it: all-gather's output,
+/// reduce-scatter's input, the buffer of the others.
+size_t messageBytes(const CollRequest& request, int nranks);
+
 /// One send or receive as the API received it (all-to-all becomes one of each per peer).
 struct P2pRequest {
   bool isSend = true;

@@ -82,6 +82,16 @@ static int runRank(int rank, ncclUniqueId id) {
   CALL(ncclRecv(recv, COUNT, ncclFloat, (rank + N - 1) % N, comm, NULL));
   CALL(ncclGroupEnd());
   for (i = 0; i < COUNT; ++i) check(recv[i] == in((rank + N - 1) % N, i), rank, "sendrecv", i, recv[i], in((rank + N - 1) % N, i));
+  /* A simulated group runs nothing and reports the cost model's estimate. */
+  {
+    ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+    for (i = 0; i < COUNT; ++i) recv[i] = -1;
+    CALL(ncclGroupStart());
+    CALL(ncclAllReduce(send, recv, COUNT, ncclFloat, ncclSum, comm, NULL));
+    CALL(ncclGroupSimulateEnd(&info));
+    check(info.estimatedTime > 0, rank, "simulated estimate", 0, info.estimatedTime, 1);
+    for (i = 0; i < COUNT; ++i) check(recv[i] == -1, rank, "simulated group ran", i, recv[i], -1);
+  }
   /* What braid does not do is an error with a message, never a silent success. */
   {
     void* p = NULL;
