@@ -281,6 +281,14 @@ BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   }));
 }
 
+// The device API of nccl_device.h (PyTorch imports these two): its structures stay opaque here.
+BRAID_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t, const void*, void*) {
+  return unsupported("ncclDevCommCreate", "the device-side API (nccl_device.h) is not available");
+}
+BRAID_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t, const void*) {
+  return unsupported("ncclDevCommDestroy", "the device-side API (nccl_device.h) is not available");
+}
+
 // Gather and scatter: one group of sends and receives between the root and every rank (the root's
 // own block is a self-send).
 static ncclResult_t rooted(bool gather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -360,5 +368,7 @@ BRAID_TWIN(ncclResult_t, ncclRecv, (void*, size_t, ncclDataType_t, int, ncclComm
 BRAID_TWIN(ncclResult_t, ncclGroupStart, (void))
 BRAID_TWIN(ncclResult_t, ncclGroupEnd, (void))
 BRAID_TWIN(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t*))
+BRAID_TWIN(ncclResult_t, ncclDevCommCreate, (ncclComm_t, const void*, void*))
+BRAID_TWIN(ncclResult_t, ncclDevCommDestroy, (ncclComm_t, const void*))
 
 }  // extern "C"
