@@ -26,3 +26,8 @@ endif()
 file(RELATIVE_PATH braid_pc_to_prefix /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/braid.pc.in ${PROJECT_BINARY_DIR}/braid.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/braid.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The NCCL drop-in, apart from a system NCCL: <prefix>/lib/braid-nccl/libnccl.so.2 and
+# <prefix>/include/braid-nccl/nccl.h (put that lib folder first on LD_LIBRARY_PATH to use it).
+install(TARGETS nccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/braid-nccl)
+install(FILES ${PROJECT_SOURCE_DIR}/include/nccl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/braid-nccl)
