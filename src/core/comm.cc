@@ -113,9 +113,7 @@ Status Comm::init(const bootstrap::UniqueIdBytes& id) {
 // of is a warning (the default ring is used).
 Status Comm::planGpu() {
   tune::Tuner check;
-  BRAID_RETURN_IF_ERROR(tune::Tuner::create(
-      tune::Machine{}, tune::TunerConfig{config_.algorithm, config_.protocol, config_.minCTAs, config_.maxCTAs},
-      &check));
+  BRAID_RETURN_IF_ERROR(tune::Tuner::create(tune::Machine{}, tunerConfig(config_), &check));
   Status s = makeGpuPlan(*bootstrap_, cudaDevice_, config_, &plan_);
   if (!s.isOk()) {
     BRAID_WARN(log::Subsys::kGraph, "no topology plan, the ring follows rank order: ", s.message());
@@ -201,13 +199,17 @@ Status Comm::failOnRemoteError(Status s) {
   return s;
 }
 
+const tune::Tuner* Comm::tuner() const {
+  return host_ != nullptr ? &host_->tuner() : plan_.search.rings.empty() ? nullptr : &plan_.tuner;
+}
+
 double Comm::estimateUs(const CollRequest& request) const {
-  const tune::Tuner* t = host_ != nullptr ? &host_->tuner() : plan_.search.rings.empty() ? nullptr : &plan_.tuner;
+  const tune::Tuner* t = tuner();
   return t == nullptr ? 0 : t->decide(request.coll, messageBytes(request, nranks_)).predictedUs;
 }
 
 double Comm::estimateUs(const P2pRequest& request) const {
-  const tune::Tuner* t = host_ != nullptr ? &host_->tuner() : plan_.search.rings.empty() ? nullptr : &plan_.tuner;
+  const tune::Tuner* t = tuner();
   if (t == nullptr) return 0;
   const tune::Machine& m = t->machine();
   return m.baseUs + m.intraHopUs + static_cast<double>(request.count * typeSize(request.type)) / (m.channelGBs * 1e3);

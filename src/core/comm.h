@@ -79,6 +79,8 @@ class Comm {
   /// The tuner's predicted time of a call (0 where this communicator has no tuner yet).
   double estimateUs(const CollRequest& request) const;
   double estimateUs(const P2pRequest& request) const;
+  /// This communicator's tuner: the host engine's, or the GPU plan's (null without a plan).
+  const tune::Tuner* tuner() const;
 
  private:
   explicit Comm(const InitArgs& args);

@@ -31,6 +31,15 @@ Status deviceKindFromParam(DeviceKind* out) {
 
 }  // namespace
 
+tune::TunerConfig tunerConfig(const CommConfig& config) {
+  tune::TunerConfig t;
+  t.algorithm = config.algorithm;
+  t.protocol = config.protocol;
+  t.minCTAs = config.minCTAs;
+  t.maxCTAs = config.maxCTAs;
+  return t;
+}
+
 const char* deviceKindName(DeviceKind kind) {
   switch (kind) {
     case DeviceKind::kAuto: return "auto";

@@ -7,6 +7,7 @@
 
 #include "braid/braid.h"
 #include "core/status.h"
+#include "tune/tuner.h"
 
 namespace braid::core {
 
@@ -30,6 +31,9 @@ Status defaultConfig(CommConfig* out);
 /// Applies the fields the caller set in `user` (may be NULL) on top of `base`. Checks the header
 /// (size, magic, version) and each field's range; errors name the field.
 Status applyUserConfig(const braidConfig_t* user, const CommConfig& base, CommConfig* out);
+
+/// The tuner's part of a config: allowed algorithms and protocols, channel bounds.
+tune::TunerConfig tunerConfig(const CommConfig& config);
 
 const char* deviceKindName(DeviceKind kind);
 

@@ -167,11 +167,7 @@ Status HostEngine::setPeers(std::vector<Peer> peers) {
     cpusPerRank = std::min(cpusPerRank, p.cpus / std::max(1, ranksThere));
   }
   machine.channels = std::max(1, cpusPerRank);
-  tune::TunerConfig tc;
-  tc.algorithm = config_.algorithm;
-  tc.protocol = config_.protocol;
-  tc.minCTAs = config_.minCTAs;
-  tc.maxCTAs = config_.maxCTAs;
+  tune::TunerConfig tc = tunerConfig(config_);
   tc.hostChunkBytes = chunkBytes_;
   BRAID_RETURN_IF_ERROR(tune::Tuner::create(machine, tc, &tuner_));
   if (rank_ == 0) {

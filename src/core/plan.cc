@@ -52,12 +52,7 @@ Status makeGpuPlan(bootstrap::Bootstrap& bootstrap, int cudaDevice, const CommCo
     plan.places.push_back(p);
   }
   BRAID_RETURN_IF_ERROR(topology::searchRings(plan.system, plan.places, config.maxCTAs, &plan.search));
-  tune::TunerConfig tc;
-  tc.algorithm = config.algorithm;
-  tc.protocol = config.protocol;
-  tc.minCTAs = config.minCTAs;
-  tc.maxCTAs = config.maxCTAs;
-  BRAID_RETURN_IF_ERROR(tune::Tuner::create(tune::gpuMachine(plan.search, n), tc, &plan.tuner));
+  BRAID_RETURN_IF_ERROR(tune::Tuner::create(tune::gpuMachine(plan.search, n), tunerConfig(config), &plan.tuner));
   *out = std::move(plan);
   return Status::ok();
 }

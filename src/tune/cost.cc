@@ -117,16 +117,23 @@ bool protocolApplies(const Machine& m, Proto proto) {
   return proto != Proto::kLL128 || m.ll128Capable;
 }
 
-Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes, int channels) {
-  double hopFactor = 1, hopExtra = 0, efficiency = 1;
+Factors factorsFor(const Machine& m, algo::Algo a, Proto proto) {
+  Factors f;
   if (m.gpu) {
     switch (proto) {
-      case Proto::kLL: hopFactor = kLlHopFactor.value, efficiency = kLlEfficiency.value; break;
-      case Proto::kLL128: hopFactor = kLl128HopFactor.value, efficiency = kLl128Efficiency.value; break;
+      case Proto::kLL: f.hopFactor = kLlHopFactor.value, f.efficiency = kLlEfficiency.value; break;
+      case Proto::kLL128: f.hopFactor = kLl128HopFactor.value, f.efficiency = kLl128Efficiency.value; break;
       default:
-        hopFactor = kSimpleHopFactor.value, hopExtra = kSimpleHopExtraUs.value, efficiency = kSimpleEfficiency.value;
+        f.hopFactor = kSimpleHopFactor.value, f.hopExtraUs = kSimpleHopExtraUs.value;
+        f.efficiency = kSimpleEfficiency.value;
     }
   }
+  if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) f.efficiency *= kTreeBandwidthFactor.value;
+  return f;
+}
+
+Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes, int channels) {
+  const Factors f = factorsFor(m, a, proto);
   Prediction p;
   p.steps = sequentialSteps(coll, a, m.nranks);
   // Hops between hosts: a ring crosses each boundary once per pass; trees and doubling cross them
@@ -137,11 +144,10 @@ Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto,
     interSteps = std::min(
         p.steps, logarithmic ? 2 * algo::floorLog2(m.hosts) + 1 : (coll == algo::Coll::kAllReduce ? 2 : 1) * m.hosts);
   }
-  double hop = m.intraHopUs * hopFactor + hopExtra;
-  double interHop = m.interHopUs * hopFactor + hopExtra;
+  double hop = m.intraHopUs * f.hopFactor + f.hopExtraUs;
+  double interHop = m.interHopUs * f.hopFactor + f.hopExtraUs;
   p.latencyUs = m.baseUs + (p.steps - interSteps) * hop + interSteps * interHop;
-  p.bandwidthGBs = std::max(1, channels) * m.channelGBs * efficiency;
-  if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) p.bandwidthGBs *= kTreeBandwidthFactor.value;
+  p.bandwidthGBs = std::max(1, channels) * m.channelGBs * f.efficiency;
   double moved = static_cast<double>(bytes) * busiestRankFactor(coll, a, m.nranks);
   p.us = p.latencyUs + moved / (p.bandwidthGBs * 1e3);  // GB/s = 1e3 bytes per microsecond
   if (m.reduceGBs > 0) p.us += static_cast<double>(bytes) * reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3);

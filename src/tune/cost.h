@@ -50,6 +50,15 @@ double busiestRankFactor(algo::Coll coll, algo::Algo algo, int nranks);
 /// Bytes the busiest rank reduces, per byte of the message.
 double reduceFactor(algo::Coll coll, algo::Algo algo, int nranks);
 
+/// How a protocol and an algorithm scale the machine's hop latency and bandwidth on `machine`:
+/// hop = link latency x hopFactor + hopExtraUs; bandwidth = channel bandwidth x efficiency.
+struct Factors {
+  double hopFactor = 1;
+  double hopExtraUs = 0;
+  double efficiency = 1;
+};
+Factors factorsFor(const Machine& machine, algo::Algo algo, Proto proto);
+
 struct Prediction {
   double us = 0;
   double latencyUs = 0;

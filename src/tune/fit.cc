@@ -72,20 +72,12 @@ LineFit fitLine(const std::vector<Point>& points) {
 TuneFile tuneFromFit(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, int channels, const LineFit& fit) {
   TuneFile t;
   int steps = sequentialSteps(coll, a, m.nranks);
-  double hopFactor = 1, hopExtra = 0, efficiency = 1;
-  if (m.gpu) {
-    hopFactor = proto == Proto::kLL      ? kLlHopFactor.value
-                : proto == Proto::kLL128 ? kLl128HopFactor.value
-                                         : kSimpleHopFactor.value;
-    hopExtra = proto == Proto::kSimple ? kSimpleHopExtraUs.value : 0;
-    efficiency = proto == Proto::kLL ? kLlEfficiency.value : proto == Proto::kLL128 ? kLl128Efficiency.value : 1;
-  }
-  if (steps > 0) t.hopUs = std::max(0.0, ((fit.intercept - m.baseUs) / steps - hopExtra) / hopFactor);
+  const Factors f = factorsFor(m, a, proto);
+  if (steps > 0) t.hopUs = std::max(0.0, ((fit.intercept - m.baseUs) / steps - f.hopExtraUs) / f.hopFactor);
   double reduce = m.reduceGBs > 0 ? reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3) : 0;
   double linkSlope = fit.slope - reduce;
   double factor = busiestRankFactor(coll, a, m.nranks);
-  if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) efficiency *= kTreeBandwidthFactor.value;
-  if (linkSlope > 0 && factor > 0) t.channelGBs = factor / (linkSlope * 1e3 * std::max(1, channels) * efficiency);
+  if (linkSlope > 0 && factor > 0) t.channelGBs = factor / (linkSlope * 1e3 * std::max(1, channels) * f.efficiency);
   return t;
 }
 

@@ -36,6 +36,20 @@ static int runRank(int rank, ncclUniqueId id) {
   size_t i;
   int q, count = 0, me = -1;
   for (i = 0; i < (size_t)COUNT * N; ++i) send[i] = in(rank, i);
+  /* Configs not made from the initializer, and no ids at all, are refused before any rendezvous. */
+  {
+    ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+    bad.magic = 0;
+    if (ncclCommInitRankConfig(&comm, N, id, rank, &bad) != ncclInvalidArgument ||
+        strstr(ncclGetLastError(NULL), "NCCL_CONFIG_INITIALIZER") == NULL) {
+      fprintf(stderr, "rank %d: a bad config was not refused clearly: %s\n", rank, ncclGetLastError(NULL));
+      ++failures;
+    }
+    if (ncclCommInitRankScalable(&comm, N, rank, 0, &id, NULL) != ncclInvalidArgument) {
+      fprintf(stderr, "rank %d: nId = 0 was not refused\n", rank);
+      ++failures;
+    }
+  }
   CALL(ncclCommInitRank(&comm, N, id, rank));
   CALL(ncclCommCount(comm, &count));
   CALL(ncclCommUserRank(comm, &me));
