@@ -50,7 +50,7 @@ BRAID_HOST_DEVICE void ringAllReduce(Backend& b, const WorkArgs& w) {
   const size_t roundElems = static_cast<size_t>(n) * w.chunkElems;
   for (size_t base = r.begin; base < r.end; base += roundElems) {
     RoundBlocks rb{base, minSize(roundElems, r.end - base), 0};
-    rb.blk = divUp(rb.size, n);
+    rb.blk = minSize(w.chunkElems, alignElems(divUp(rb.size, n)));  // aligned blocks, each fits a slot
     int j = wrap(ring.pos - 1, n);
     p.send(rb.off(j), rb.len(j));
     for (int s = 2; s < n; ++s) {

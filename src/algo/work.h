@@ -42,20 +42,33 @@ struct WorkArgs {
   TreeView trees[2];  // tree all-reduce uses trees[0]; the double binary tree both
 };
 
-/// The part [begin, end) of [0, count) that `channel` of `nChannels` works on.
+/// Parts of a buffer that channels and ring blocks cut start at multiples of this many elements
+/// (unless the whole is smaller), so that every part of an aligned buffer is 16-byte aligned for
+/// every element type and GPU kernels move it in 16-byte vectors.
+constexpr size_t kAlignElems = 64;
+
+BRAID_HOST_DEVICE inline size_t alignElems(size_t x) { return (x + kAlignElems - 1) / kAlignElems * kAlignElems; }
+
+/// The part [begin, end) of [0, count) that `channel` of `nChannels` works on: near-equal parts,
+/// cut at multiples of kAlignElems.
 struct Range {
   size_t begin;
   size_t end;
   BRAID_HOST_DEVICE size_t size() const { return end - begin; }
 };
 
+BRAID_HOST_DEVICE inline size_t channelCut(size_t count, int k, int nChannels) {
+  size_t cut = alignElems(count * k / nChannels);
+  return cut < count ? cut : count;
+}
+
 BRAID_HOST_DEVICE inline Range channelRange(size_t count, int channel, int nChannels) {
-  return Range{count * channel / nChannels, count * (channel + 1) / nChannels};
+  return Range{channelCut(count, channel, nChannels), channelCut(count, channel + 1, nChannels)};
 }
 
 /// Splits `r` into two halves (the double binary tree gives one to each tree).
 BRAID_HOST_DEVICE inline Range half(Range r, int which) {
-  size_t mid = r.begin + r.size() / 2;
+  size_t mid = r.begin + minSize(r.size(), alignElems(r.size() / 2));
   return which == 0 ? Range{r.begin, mid} : Range{mid, r.end};
 }
 

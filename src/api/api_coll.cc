@@ -13,7 +13,7 @@ namespace braid::api {
 namespace {
 
 braidResult_t collective(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle,
-                         algo::Coll coll) {
+                         algo::Coll coll, braidStream_t stream) {
   return guard(function, [&]() -> Status {
     std::shared_ptr<core::Comm> comm;
     BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
@@ -26,6 +26,7 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
     r.type = args.type;
     r.op = args.op;
     r.root = args.rootOrPeer;
+    r.stream = stream;
     if (core::groupDepth() == 0) return comm->collective(r);  // the common case: nothing to hold
     core::addToGroupEstimate(comm->estimateUs(r));
     // A call held by a group reports through braidGroupEnd: name the call that failed there.
@@ -106,51 +107,53 @@ using braid::api::pointToPoint;
 extern "C" {
 
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype,
-                             braidRedOp_t op, braidComm_t comm, braidStream_t) {
+                             braidRedOp_t op, braidComm_t comm, braidStream_t stream) {
   CollShape s;
   s.hasOp = true;
-  return collective("braidAllReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, 0), comm, Coll::kAllReduce);
+  return collective("braidAllReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, 0), comm, Coll::kAllReduce,
+                    stream);
 }
 
 braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype, int root,
-                             braidComm_t comm, braidStream_t) {
+                             braidComm_t comm, braidStream_t stream) {
   CollShape s;
   s.hasRoot = true;
   s.sendOnRootOnly = true;
   return collective("braidBroadcast", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, root), comm,
-                    Coll::kBroadcast);
+                    Coll::kBroadcast, stream);
 }
 
 braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype, braidRedOp_t op,
-                          int root, braidComm_t comm, braidStream_t) {
+                          int root, braidComm_t comm, braidStream_t stream) {
   CollShape s;
   s.hasOp = true;
   s.hasRoot = true;
   s.recvOnRootOnly = true;
-  return collective("braidReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, root), comm, Coll::kReduce);
+  return collective("braidReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, root), comm, Coll::kReduce,
+                    stream);
 }
 
 braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, braidDataType_t datatype,
-                             braidComm_t comm, braidStream_t) {
+                             braidComm_t comm, braidStream_t stream) {
   CollShape s;
   s.countName = "sendcount";
   s.perRankRecv = true;
   return collective("braidAllGather", s, makeArgs(sendbuff, recvbuff, sendcount, datatype, braidSum, 0), comm,
-                    Coll::kAllGather);
+                    Coll::kAllGather, stream);
 }
 
 braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, braidDataType_t datatype,
-                                 braidRedOp_t op, braidComm_t comm, braidStream_t) {
+                                 braidRedOp_t op, braidComm_t comm, braidStream_t stream) {
   CollShape s;
   s.countName = "recvcount";
   s.perRankSend = true;
   s.hasOp = true;
   return collective("braidReduceScatter", s, makeArgs(sendbuff, recvbuff, recvcount, datatype, op, 0), comm,
-                    Coll::kReduceScatter);
+                    Coll::kReduceScatter, stream);
 }
 
 braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype,
-                            braidComm_t comm, braidStream_t) {
+                            braidComm_t comm, braidStream_t stream) {
   CollShape s;
   s.perRankSend = true;
   s.perRankRecv = true;

@@ -27,6 +27,11 @@ uint64_t hashBytes(const void* data, size_t n) {
   return h;
 }
 
+uint64_t hostHash() {
+  std::string id = hostIdentity();
+  return hashBytes(id.data(), id.size());
+}
+
 }  // namespace
 
 Status resolveDevice(DeviceKind kind, int requested, int* device) {
@@ -103,6 +108,7 @@ Status Comm::init(const bootstrap::UniqueIdBytes& id) {
   BRAID_RETURN_IF_ERROR(exchangePeerInfo());
   BRAID_RETURN_IF_ERROR(dumpTopology());
   if (cudaDevice_ >= 0) BRAID_RETURN_IF_ERROR(planGpu());
+  if (cudaDevice_ >= 0) BRAID_RETURN_IF_ERROR(connectGpu());
   BRAID_INFO(log::Subsys::kInit, "comm ", std::hex, idHash_, std::dec, " rank ", rank_, " of ", nranks_, " ready on ",
              cudaDevice_ >= 0 ? "CUDA device " + std::to_string(cudaDevice_) : std::string("host memory"));
   return Status::ok();
@@ -117,10 +123,69 @@ Status Comm::planGpu() {
   Status s = makeGpuPlan(*bootstrap_, cudaDevice_, config_, &plan_);
   if (!s.isOk()) {
     BRAID_WARN(log::Subsys::kGraph, "no topology plan, the ring follows rank order: ", s.message());
-    return Status::ok();
+    plan_ = CommPlan{};
+    topology::RingChannel ring;
+    for (int r = 0; r < nranks_; ++r) ring.ranks.push_back(r);
+    plan_.search.rings.push_back(ring);
+    return tune::Tuner::create(tune::gpuMachine(plan_.search, nranks_), tunerConfig(config_), &plan_.tuner);
   }
   if (rank_ == 0) logPlan(plan_);
   return Status::ok();
+}
+
+// The GPU engine: this rank's FIFOs for the plan's ring and trees on as many channels as the tuner
+// may ever ask for, exchanged through the bootstrap and mapped.
+Status Comm::connectGpu() {
+  exec::CudaEngineOptions o;
+  o.rank = rank_;
+  o.nranks = nranks_;
+  o.device = cudaDevice_;
+  o.geometry = algo::makeGeometry(plan_.search.rings.front().ranks);
+  const tune::Tuner& t = plan_.tuner;
+  o.channels = std::max(t.minChannels(), std::min(std::max(1, t.machine().channels), t.maxChannels()));
+  // Threads per CTA and bytes per pipeline step, each checked against its documented range.
+  struct Range {
+    param::Id id;
+    int64_t lo, hi, multiple;
+  };
+  for (const Range& r :
+       {Range{param::Id::kNThreads, 64, 1024, 32}, Range{param::Id::kGpuSimpleBytes, 4096, 4 << 20, 4096},
+        Range{param::Id::kGpuLlBytes, 1024, 256 << 10, 1024}}) {
+    int64_t v = param::getInt(r.id);
+    if (v < r.lo || v > r.hi || v % r.multiple != 0) {
+      return invalidArgument(std::string(param::spec(r.id).name) + "=" + std::to_string(v) + " is not a multiple of " +
+                             std::to_string(r.multiple) + " from " + std::to_string(r.lo) + " to " +
+                             std::to_string(r.hi));
+    }
+  }
+  o.threads = static_cast<int>(param::getInt(param::Id::kNThreads));
+  o.simpleSlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuSimpleBytes));
+  o.llSlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuLlBytes));
+  BRAID_RETURN_IF_ERROR(exec::CudaEngine::create(o, &gpu_));
+  std::vector<exec::CudaExport> all(nranks_);
+  all[rank_] = gpu_->exported();
+  all[rank_].host = hostHash();
+  BRAID_RETURN_IF_ERROR(
+      bootstrap_->allGather(all.data(), sizeof(exec::CudaExport)).withContext("exchanging GPU buffer handles"));
+  return gpu_->connect(all);
+}
+
+Status Comm::runGpu(const CollRequest& r) {
+  tune::Decision d = plan_.tuner.decide(r.coll, messageBytes(r, nranks_));
+  exec::CudaCall call;
+  call.shape.coll = r.coll;
+  call.shape.algo = d.algo;
+  call.shape.count = r.count;
+  call.shape.root = r.root;
+  call.shape.nChannels = d.channels;
+  call.shape.postOp = r.op == braidAvg;
+  call.proto = d.proto == tune::Proto::kLL ? exec::kProtoLL : exec::kProtoSimple;
+  call.input = r.sendbuff;
+  call.output = r.recvbuff;
+  call.type = r.type;
+  call.op = r.op;
+  call.stream = r.stream;
+  return gpu_->run(call);
 }
 
 // With BRAID_TOPO_DUMP_FILE, the ranks gather their hosts' topologies and rank 0 writes them.
@@ -134,15 +199,6 @@ Status Comm::dumpTopology() {
   BRAID_INFO(log::Subsys::kGraph, "topology of ", system.hosts.size(), " host(s) written to ", path);
   return Status::ok();
 }
-
-namespace {
-
-uint64_t hostHash() {
-  std::string id = hostIdentity();
-  return hashBytes(id.data(), id.size());
-}
-
-}  // namespace
 
 // Which ranks share this process and this host, and where their socket transports listen: decides
 // the transport to each peer.
@@ -174,17 +230,13 @@ Status Comm::exchangePeerInfo() {
 
 Status Comm::collective(const CollRequest& request) {
   BRAID_RETURN_IF_ERROR(checkUsable());
-  if (host_ == nullptr) {
-    return invalidUsage(
-        "collectives on CUDA device memory are not available yet; use a host communicator "
-        "(config deviceKind = braidDeviceHost or BRAID_DEVICE=cpu)");
-  }
   std::unique_lock<std::mutex> checked(checkMu_, std::defer_lock);
   if (checkCalls_) {
     checked.lock();
     BRAID_RETURN_IF_ERROR(checkCollective(*bootstrap_, request, ++callSeq_));
   }
   if (request.count == 0) return Status::ok();
+  if (gpu_ != nullptr) return runGpu(request);
   return failOnRemoteError(host_->run(request));
 }
 
@@ -264,6 +316,7 @@ void Comm::abort() {
   // Peers waiting on this rank stop too. (During a non-blocking init host_ may not exist yet; the
   // flag alone stops this rank's waits then.)
   if (host_ != nullptr && state() != State::kInitializing) host_->closeConnections();
+  if (gpu_ != nullptr) gpu_->abort();
 }
 
 Status Comm::split(int color, int key, const CommConfig& config, std::shared_ptr<Comm>* out) {

@@ -19,6 +19,7 @@
 #include "core/host_engine.h"
 #include "core/plan.h"
 #include "core/status.h"
+#include "exec/cuda_engine.h"
 
 namespace braid::core {
 
@@ -70,7 +71,8 @@ class Comm {
 
   bootstrap::Bootstrap& bootstrap() { return *bootstrap_; }
 
-  /// Runs a collective (host communicators; GPU ones arrive with the GPU engine).
+  /// Runs a collective: on host buffers it returns when done; on a GPU it is queued on
+  /// request.stream.
   Status collective(const CollRequest& request);
 
   /// Runs sends and receives together (one group's worth on this communicator).
@@ -88,6 +90,8 @@ class Comm {
   Status exchangePeerInfo();
   Status dumpTopology();
   Status planGpu();
+  Status connectGpu();
+  Status runGpu(const CollRequest& request);
   Status failOnRemoteError(Status s);
   void runInit(const bootstrap::UniqueIdBytes& id);
 
@@ -110,8 +114,9 @@ class Comm {
   std::mutex checkMu_;
   uint64_t callSeq_ = 0;
 
-  std::unique_ptr<HostEngine> host_;  // host-memory communicators
-  CommPlan plan_;                     // GPU communicators: machine, rings, tuner
+  std::unique_ptr<HostEngine> host_;       // host-memory communicators
+  CommPlan plan_;                          // GPU communicators: machine, rings, tuner
+  std::unique_ptr<exec::CudaEngine> gpu_;  // GPU communicators: connections and kernel launch
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::thread initThread_;
 };

@@ -33,6 +33,7 @@ struct CollRequest {
   braidDataType_t type = braidFloat32;
   braidRedOp_t op = braidSum;
   int root = 0;
+  void* stream = nullptr;  // cudaStream_t of a GPU communicator's call
 };
 
 /// The message size of a call as nccl-tests and the tuner count it: all-gather's output,

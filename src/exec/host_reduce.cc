@@ -3,6 +3,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "device/float_minmax.h"
+
 namespace braid::exec {
 namespace {
 
@@ -153,25 +155,7 @@ struct ProdOp {
   }
 };
 
-template <typename T>
-using SameSizeUint = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-
-// Floating max/min: NaN-ignoring (fmax semantics), and for equal operands the AND (max) or OR
-// (min) of their bits, which only matters for +-0: max(-0, +0) = +0, min(-0, +0) = -0.
-template <bool kMax, typename T>
-inline T floatMinMax(T a, T b) {
-  using U = SameSizeUint<T>;
-  U ua, ub;
-  std::memcpy(&ua, &a, sizeof(a));
-  std::memcpy(&ub, &b, sizeof(b));
-  const U equalBits = kMax ? (ua & ub) : (ua | ub);
-  T equal;
-  std::memcpy(&equal, &equalBits, sizeof(equal));
-  T r = (kMax ? a > b : a < b) ? a : b;
-  r = a == b ? equal : r;
-  r = a != a ? b : r;
-  return b != b ? a : r;
-}
+using device::floatMinMax;  // shared with the GPU kernels (device/float_minmax.h)
 
 struct MaxOp {
   template <typename T>

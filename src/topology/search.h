@@ -48,9 +48,11 @@ struct SearchResult {
   std::vector<std::string> reasons;  // why each choice was made (logged under GRAPH)
 };
 
-/// Most bandwidth one channel (one CTA) moves: 46 GB/s, SM stores of one 512-thread CTA to a peer
-/// GPU over NVLink on the H200 machine (../shared/PERFORMANCE.md).
-constexpr double kChannelBandwidth = 46.0;
+/// Most bandwidth one channel (one CTA) moves: 16 GB/s, what braid's ring all-reduce (Simple,
+/// 512 KiB steps) moved per CTA at 8 CTAs on the 2 x H200 machine (130 GB/s, bench/NOTES.md). A
+/// plain store loop reaches 46 GB/s per CTA (../shared/PERFORMANCE.md); the FIFO handshakes cost the
+/// rest, so a link needs about three times as many channels as the store figure suggests.
+constexpr double kChannelBandwidth = 16.0;
 
 /// Rings and trees for `ranks` on `system`, at most `maxChannels` channels (>= 1).
 Status searchRings(const System& system, const std::vector<RankPlace>& ranks, int maxChannels, SearchResult* out);

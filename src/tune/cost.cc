@@ -21,13 +21,18 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   m.nranks = nranks;
   m.hosts = search.hosts;
   m.gpu = true;
-  m.ll128Capable = search.intraKind == topology::LinkKind::kNvLink;
+  // LL128 needs 128-byte stores that arrive whole (NVLink); braid has no LL128 kernels yet, so it is
+  // never offered.
+  m.ll128Capable = false;
   m.channels = static_cast<int>(search.rings.size());
   m.channelGBs = search.rings.empty() ? 1 : std::max(1e-3, search.rings[0].bandwidth);
   m.intraHopUs = search.intraLatencyUs;
   m.interHopUs = search.interLatencyUs;
   m.baseUs = kGpuLaunchUs.value;
   m.reduceGBs = kGpuReduceGBs.value;
+  // Recursive doubling inside one host (NVLink/PCIe peers); across hosts its partners change every
+  // step, so each step would cross the network.
+  m.doubling = search.hosts == 1;
   return m;
 }
 

@@ -35,7 +35,7 @@ struct Machine {
   double interHopUs = 0;      // one hop between hosts
   double baseUs = 0;          // per call
   double reduceGBs = 0;       // how fast one rank reduces (0: free)
-  bool doubling = false;      // recursive doubling available (host memory; not on GPUs yet)
+  bool doubling = false;      // recursive doubling available
 };
 
 /// The GPU machine of a search result for `nranks` ranks.

@@ -205,9 +205,9 @@ Decision Tuner::decide(algo::Coll coll, size_t bytes) const {
     best.note = "nothing allowed implements " + std::string(algo::collName(coll)) + " here: ring";
   }
   size_t slot = !machine_.gpu                 ? hostChunkBytes_
-                : best.proto == Proto::kLL    ? 8 * 1024
+                : best.proto == Proto::kLL    ? 32 * 1024
                 : best.proto == Proto::kLL128 ? 64 * 1024
-                                              : 128 * 1024;
+                                              : 512 * 1024;
   best.chunkBytes = slot;
   return best;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "algo/tree_builder.h"
@@ -40,8 +41,9 @@ void expectPermutations(const SearchResult& r, int n) {
 TEST(TopologySearch, TwoH200sFillTheirEighteenLinks) {
   SearchResult r = searchFixture("h200-2gpu.xml");
   expectPermutations(r, 2);
-  // 478 GB/s of NVLink each way in channels of at most 46: ten full channels and the remainder.
-  EXPECT_EQ(r.rings.size(), 11u);
+  // 478 GB/s of NVLink each way in channels of at most kChannelBandwidth: full channels and the
+  // remainder.
+  EXPECT_EQ(r.rings.size(), static_cast<size_t>(std::ceil(478.08 / kChannelBandwidth)));
   double total = 0;
   for (const RingChannel& ring : r.rings) total += ring.bandwidth;
   EXPECT_NEAR(total, 478.08, 1e-6);
@@ -52,15 +54,19 @@ TEST(TopologySearch, TwoH200sFillTheirEighteenLinks) {
 TEST(TopologySearch, NvSwitchNodeRingsFollowDeviceOrder) {
   SearchResult r = searchFixture("nvswitch-8gpu.xml");
   expectPermutations(r, 8);
-  EXPECT_EQ(r.rings.size(), 11u);  // 18 links x 26.56 GB/s of fabric per GPU, 46 per channel
+  // 18 links x 26.56 GB/s of fabric per GPU, kChannelBandwidth per channel
+  EXPECT_EQ(r.rings.size(), static_cast<size_t>(std::ceil(478.08 / kChannelBandwidth)));
   EXPECT_EQ(r.rings[0].ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 TEST(TopologySearch, PcieBoxIsBoundByTheSocketLink) {
   SearchResult r = searchFixture("pcie-4gpu-2socket.xml");
   expectPermutations(r, 4);
-  ASSERT_EQ(r.rings.size(), 1u);  // the ring crosses the CPU link once each way: nothing is left
-  EXPECT_NEAR(r.rings[0].bandwidth, 20.8, 1e-9);
+  // The ring crosses the 20.8 GB/s CPU link once each way: its channels share that and no more.
+  ASSERT_EQ(r.rings.size(), static_cast<size_t>(std::ceil(20.8 / kChannelBandwidth)));
+  double total = 0;
+  for (const RingChannel& c : r.rings) total += c.bandwidth;
+  EXPECT_NEAR(total, 20.8, 1e-9);
   EXPECT_EQ(r.rings[0].slowest, LinkKind::kCpu);
   // Both GPUs of a socket are neighbours in the ring: it crosses between sockets only twice.
   const std::vector<int>& ring = r.rings[0].ranks;
@@ -73,22 +79,28 @@ TEST(TopologySearch, TwoNodesUseOneNicPerChannel) {
   SearchResult r = searchFixture("nvswitch-2x8gpu.xml");
   expectPermutations(r, 16);
   EXPECT_EQ(r.hosts, 2);
-  ASSERT_EQ(r.rings.size(), 4u);  // four 400 Gb/s NICs per node, 45 GB/s each, one channel each
+  // Four 400 Gb/s NICs per node, 45 GB/s each, cut into channels of at most kChannelBandwidth.
+  const size_t perNic = static_cast<size_t>(std::ceil(45 / kChannelBandwidth));
+  ASSERT_EQ(r.rings.size(), 4 * perNic);
+  double total = 0;
   for (const RingChannel& ring : r.rings) {
     EXPECT_EQ(ring.slowest, LinkKind::kNet);
-    EXPECT_NEAR(ring.bandwidth, 45, 1e-9);
+    EXPECT_LE(ring.bandwidth, kChannelBandwidth + 1e-9);
+    total += ring.bandwidth;
     int crossings = 0;
     for (size_t i = 0; i < ring.ranks.size(); ++i) crossings += (ring.ranks[i] < 8) != (ring.ranks[(i + 1) % 16] < 8);
     EXPECT_EQ(crossings, 2);
   }
-  // Each channel leaves node0 from a different pair of GPUs (the pair behind its NIC).
-  std::vector<int> exits;
+  EXPECT_NEAR(total, 4 * 45, 1e-6);
+  // The channels of a NIC leave node0 from the pair of GPUs behind it: each pair perNic times.
+  std::vector<int> exits, expected;
   for (const RingChannel& ring : r.rings) {
     auto it = std::find_if(ring.ranks.begin(), ring.ranks.end(), [](int x) { return x >= 8; });
     exits.push_back(*(it - 1) / 2);
   }
+  for (int pair = 0; pair < 4; ++pair) expected.insert(expected.end(), perNic, pair);
   std::sort(exits.begin(), exits.end());
-  EXPECT_EQ(exits, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(exits, expected);
 }
 
 // The trees follow channel 0's ring: over each fixture's ring both trees hold every rank once, and

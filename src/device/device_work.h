@@ -1,0 +1,113 @@
+// What the host hands a braid kernel: plain structs shared by the CUDA executor (C++) and the
+// kernels (CUDA), so this header includes no CUDA header.
+//
+// Connections. Rank r and peer q joined by connection id k on channel c have one FIFO in each
+// direction. A FIFO lives in its receiver's GPU memory: kSteps slots for Simple (plain data) and
+// kSteps slots of LL lines (16 bytes: 4 data, 4 flag, 4 data, 4 flag). Two counters drive it:
+//   tail  in the receiver's memory: slots the sender has published (Simple only; LL lines carry
+//         their own flags, step + 1)
+//   head  in the sender's memory: slots the receiver has consumed (both protocols)
+// Each end keeps its step count in its own memory, so a count survives from one kernel to the next
+// and a CUDA graph replays correctly. Everybody polls local memory and writes remote memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algo/p2p.h"
+#include "algo/work.h"
+
+namespace braid::device {
+
+constexpr int kSteps = 8;               // slots per FIFO
+constexpr int kMaxLanes = 4;            // the double binary tree
+constexpr int kMaxBlockThreads = 1024;  // lanes x threads per lane
+constexpr size_t kLlLineBytes = 16;     // one LL store: 8 data bytes and two 4-byte flags
+constexpr size_t kLlDataPerLine = 8;
+
+enum class Proto : int { kSimple = 0, kLL = 1, kNumProtos = 2 };
+
+/// The counters and buffers one end of a directed connection uses. Pointers may be remote (peer
+/// memory mapped through P2P or CUDA IPC).
+struct SendEnd {
+  char* simple = nullptr;    // receiver's Simple slots (remote)
+  char* ll = nullptr;        // receiver's LL slots (remote)
+  uint64_t* tail = nullptr;  // receiver's tail (remote): this end publishes here
+  uint64_t* head = nullptr;  // local: the receiver writes what it consumed
+  uint64_t* step = nullptr;  // local: slots this end has sent
+};
+
+struct RecvEnd {
+  char* simple = nullptr;    // local Simple slots
+  char* ll = nullptr;        // local LL slots
+  uint64_t* tail = nullptr;  // local: the sender publishes here
+  uint64_t* head = nullptr;  // sender's head (remote): this end reports consumption here
+  uint64_t* step = nullptr;  // local: slots this end has received
+};
+
+struct PeerConn {
+  SendEnd send;
+  RecvEnd recv;
+};
+
+/// Index of (channel, connId, peer) in a rank's table of PeerConn.
+BRAID_HOST_DEVICE inline size_t connIndex(int channel, int connId, int peer, int nranks) {
+  return (static_cast<size_t>(channel) * algo::kNumConnIds + connId) * nranks + peer;
+}
+
+/// Everything one launch needs; passed by value as the kernel's parameter.
+struct KernelArgs {
+  algo::WorkArgs work;  // ring.order points to device memory; channel is set per CTA
+  const void* input = nullptr;
+  void* output = nullptr;
+  int type = 0;  // braidDataType_t
+  int op = 0;    // braidRedOp_t
+  int nLanes = 1;
+  int laneThreads = 512;            // a multiple of 32; nLanes x laneThreads <= kMaxBlockThreads
+  const PeerConn* conns = nullptr;  // device table, connIndex order
+  size_t simpleSlotBytes = 0;
+  int llSlotLines = 0;
+  const volatile int* abortFlag = nullptr;  // mapped host memory: set by braidCommAbort
+  // Point-to-point: per channel nothing extra; the lanes read these device arrays.
+  const algo::P2pOp* p2pSends = nullptr;
+  int nP2pSends = 0;
+  const algo::P2pOp* p2pRecvs = nullptr;
+  int nP2pRecvs = 0;
+};
+
+/// Which kernel: the collective (or point-to-point) and the algorithm.
+enum class KernelKind : int {
+  kAllReduceRing = 0,
+  kAllReduceTree,
+  kAllReduceDoubleTree,
+  kAllReduceDoubling,
+  kBroadcastRing,
+  kReduceRing,
+  kAllGatherRing,
+  kReduceScatterRing,
+  kSendRecv,
+  kNumKinds
+};
+
+/// Launches kernel `kind` with protocol `proto`: `channels` CTAs of nLanes x laneThreads threads
+/// on `stream` (a cudaStream_t). Returns the cudaError_t of the launch.
+int launchKernel(KernelKind kind, Proto proto, int channels, const KernelArgs& args, void* stream);
+
+/// The kernel's name as profilers show it: "braid_AllReduce_Ring_LL".
+const char* kernelName(KernelKind kind, Proto proto);
+
+}  // namespace braid::device
+
+namespace braid::device {
+
+/// A kernel's host-side handle and name.
+struct KernelRef {
+  const void* fn;
+  const char* name;
+};
+
+/// Each protocol's kernels, in KernelKind order (kernels_simple.cu, kernels_ll.cu).
+const KernelRef* kernelsSimple();
+const KernelRef* kernelsLL();
+
+}  // namespace braid::device

@@ -1,0 +1,76 @@
+// The kernels: one per (collective and algorithm, protocol), named so that profilers show what ran
+// (braid_AllReduce_Ring_LL). The element type and operation are run-time arguments: each kernel
+// shares one data-movement function per protocol (moves.cuh), which holds a loop per (type, op).
+// A CTA is one channel; its threads split into lanes of args.laneThreads (two lanes for the tree's
+// up and down, four for the double binary tree, two for send/recv).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "device/device_work.h"
+#include "device/prims.cuh"
+
+namespace braid::device {
+
+template <KernelKind K, Proto P>
+__device__ __forceinline__ void runKernel(const KernelArgs& a) {
+  const int lane = threadIdx.x / a.laneThreads;
+  LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag};
+  algo::WorkArgs w = a.work;
+  w.channel = blockIdx.x;
+  DeviceBackend<P> b{a, ctx, w.channel};
+  if constexpr (K == KernelKind::kAllReduceRing) {
+    algo::ringAllReduce(b, w);
+  } else if constexpr (K == KernelKind::kAllReduceTree) {
+    algo::treeAllReduce(b, w, lane);
+  } else if constexpr (K == KernelKind::kAllReduceDoubleTree) {
+    algo::doubleTreeAllReduce(b, w, lane);
+  } else if constexpr (K == KernelKind::kAllReduceDoubling) {
+    algo::doublingAllReduce(b, w);
+  } else if constexpr (K == KernelKind::kBroadcastRing) {
+    algo::chainBroadcast(b, w);
+  } else if constexpr (K == KernelKind::kReduceRing) {
+    algo::chainReduce(b, w);
+  } else if constexpr (K == KernelKind::kAllGatherRing) {
+    algo::ringAllGather(b, w);
+  } else if constexpr (K == KernelKind::kReduceScatterRing) {
+    algo::ringReduceScatter(b, w);
+  } else if constexpr (K == KernelKind::kSendRecv) {
+    if (lane == 0)
+      algo::p2pSendLane(b, w, a.p2pSends, a.nP2pSends);
+    else
+      algo::p2pRecvLane(b, w, a.p2pRecvs, a.nP2pRecvs);
+  }
+}
+
+// One translation unit per protocol, each with its own copy of the data-movement loops: the two
+// compile in parallel. Each defines the kernels of protocol PROTO, named braid_<what>_<SUFFIX>.
+#define BRAID_KERNEL(name, kind)                                                                   \
+  __global__ void __launch_bounds__(kMaxBlockThreads) name(const __grid_constant__ KernelArgs a) { \
+    runKernel<kind, BRAID_PROTO>(a);                                                               \
+  }
+
+#define BRAID_KERNEL_TABLE(suffix)                                                                                 \
+  BRAID_KERNEL(braid_AllReduce_Ring_##suffix, KernelKind::kAllReduceRing)                                          \
+  BRAID_KERNEL(braid_AllReduce_Tree_##suffix, KernelKind::kAllReduceTree)                                          \
+  BRAID_KERNEL(braid_AllReduce_DoubleTree_##suffix, KernelKind::kAllReduceDoubleTree)                              \
+  BRAID_KERNEL(braid_AllReduce_Doubling_##suffix, KernelKind::kAllReduceDoubling)                                  \
+  BRAID_KERNEL(braid_Broadcast_Ring_##suffix, KernelKind::kBroadcastRing)                                          \
+  BRAID_KERNEL(braid_Reduce_Ring_##suffix, KernelKind::kReduceRing)                                                \
+  BRAID_KERNEL(braid_AllGather_Ring_##suffix, KernelKind::kAllGatherRing)                                          \
+  BRAID_KERNEL(braid_ReduceScatter_Ring_##suffix, KernelKind::kReduceScatterRing)                                  \
+  BRAID_KERNEL(braid_SendRecv_##suffix, KernelKind::kSendRecv)                                                     \
+  const KernelRef kKernels##suffix[] = {                                                                           \
+      {reinterpret_cast<const void*>(braid_AllReduce_Ring_##suffix), "braid_AllReduce_Ring_" #suffix},             \
+      {reinterpret_cast<const void*>(braid_AllReduce_Tree_##suffix), "braid_AllReduce_Tree_" #suffix},             \
+      {reinterpret_cast<const void*>(braid_AllReduce_DoubleTree_##suffix), "braid_AllReduce_DoubleTree_" #suffix}, \
+      {reinterpret_cast<const void*>(braid_AllReduce_Doubling_##suffix), "braid_AllReduce_Doubling_" #suffix},     \
+      {reinterpret_cast<const void*>(braid_Broadcast_Ring_##suffix), "braid_Broadcast_Ring_" #suffix},             \
+      {reinterpret_cast<const void*>(braid_Reduce_Ring_##suffix), "braid_Reduce_Ring_" #suffix},                   \
+      {reinterpret_cast<const void*>(braid_AllGather_Ring_##suffix), "braid_AllGather_Ring_" #suffix},             \
+      {reinterpret_cast<const void*>(braid_ReduceScatter_Ring_##suffix), "braid_ReduceScatter_Ring_" #suffix},     \
+      {reinterpret_cast<const void*>(braid_SendRecv_##suffix), "braid_SendRecv_" #suffix},                         \
+  };                                                                                                               \
+  const KernelRef* kernels##suffix() { return kKernels##suffix; }
+
+}  // namespace braid::device

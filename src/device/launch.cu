@@ -1,0 +1,25 @@
+// Kernel launch by (kind, protocol).
+#include <cuda_runtime.h>
+
+#include "device/device_work.h"
+
+namespace braid::device {
+namespace {
+
+const KernelRef& kernelFor(KernelKind kind, Proto proto) {
+  const KernelRef* table = proto == Proto::kLL ? kernelsLL() : kernelsSimple();
+  return table[static_cast<int>(kind)];
+}
+
+}  // namespace
+
+int launchKernel(KernelKind kind, Proto proto, int channels, const KernelArgs& args, void* stream) {
+  void* params[] = {const_cast<KernelArgs*>(&args)};
+  return static_cast<int>(cudaLaunchKernel(kernelFor(kind, proto).fn, dim3(channels),
+                                           dim3(args.nLanes * args.laneThreads), params, 0,
+                                           static_cast<cudaStream_t>(stream)));
+}
+
+const char* kernelName(KernelKind kind, Proto proto) { return kernelFor(kind, proto).name; }
+
+}  // namespace braid::device

@@ -1,0 +1,262 @@
+// The data movement of one Prims operation: up to three sources reduced element-wise into up to
+// three destinations, by the threads of one lane. Sources and destinations are plain memory (user
+// buffers, Simple slots) or LL slots (lines carrying a flag beside each 4 data bytes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "device/device_work.h"
+
+namespace braid::device {
+
+constexpr int kMaxSrcs = 1 + algo::kMaxPeers;  // the rank's own data and each receive peer
+constexpr int kMaxDsts = 1 + algo::kMaxPeers;  // the output and each send peer
+
+struct Moves {
+  const char* src[kMaxSrcs];
+  char* dst[kMaxDsts];
+  uint32_t srcFlag[kMaxSrcs];  // LL sources: the flag each line must carry (0: plain memory)
+  uint32_t dstFlag[kMaxDsts];  // LL destinations: the flag to write (0: plain memory)
+  int nSrc;
+  int nDst;
+  size_t n;         // elements
+  int postDivisor;  // avg: divide the result by this (0: no post-op)
+};
+
+/// Where a lane stands: its threads, its barrier and the communicator's abort flag.
+struct LaneCtx {
+  int tid;  // 0..nthreads-1 within the lane
+  int nthreads;
+  int barrier;  // named barrier id of the lane (1..kMaxLanes)
+  const volatile int* abortFlag;
+};
+
+/// Moves `m`; all threads of the lane call it. Simple: plain memory only. LL: returns false if the
+/// communicator was aborted while a line was awaited.
+template <Proto P>
+__device__ __noinline__ bool moveData(const Moves& m, int type, int op, const LaneCtx& lane);
+
+}  // namespace braid::device
+
+// ---- Definitions (each protocol's kernel file instantiates its own) -----------------------------
+
+#include "device/reduce.cuh"
+
+namespace braid::device {
+namespace {
+
+// Loads that bypass L1 (a FIFO slot is rewritten by the peer while this kernel runs), returning
+// the bits as T.
+template <class T>
+__device__ __forceinline__ T loadCg(const void* p) {
+  static_assert(sizeof(T) == 16 || sizeof(T) == 8 || sizeof(T) == 4 || sizeof(T) == 2 || sizeof(T) == 1);
+  T out;
+  if constexpr (sizeof(T) == 16) {
+    uint4 v = __ldcg(static_cast<const uint4*>(p));
+    memcpy(&out, &v, 16);
+  } else if constexpr (sizeof(T) == 8) {
+    unsigned long long v = __ldcg(static_cast<const unsigned long long*>(p));
+    memcpy(&out, &v, 8);
+  } else if constexpr (sizeof(T) == 4) {
+    unsigned v = __ldcg(static_cast<const unsigned*>(p));
+    memcpy(&out, &v, 4);
+  } else if constexpr (sizeof(T) == 2) {
+    unsigned short v = __ldcg(static_cast<const unsigned short*>(p));
+    memcpy(&out, &v, 2);
+  } else {
+    unsigned char v = __ldcg(static_cast<const unsigned char*>(p));
+    memcpy(&out, &v, 1);
+  }
+  return out;
+}
+
+__device__ __forceinline__ bool aligned(const void* p, size_t a) {
+  return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0;
+}
+
+// ---- Simple ------------------------------------------------------------------------------------
+
+template <class F, class Op>
+__device__ __noinline__ void simpleLoop(const Moves& m, const LaneCtx& lane) {
+  using S = typename F::Storage;
+  const size_t bytes = m.n * sizeof(S);
+  bool vec = true;
+  for (int j = 0; j < m.nSrc; ++j) vec = vec && aligned(m.src[j], 16);
+  for (int j = 0; j < m.nDst; ++j) vec = vec && aligned(m.dst[j], 16);
+  const size_t nPacks = vec ? bytes / 16 : 0;
+  const size_t stride = lane.nthreads;
+  constexpr int kUnroll = 4;
+  size_t i = lane.tid;
+  for (; i + (kUnroll - 1) * stride < nPacks; i += kUnroll * stride) {
+    uint4 acc[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc[u] = loadCg<uint4>(m.src[0] + (i + u * stride) * 16);
+    for (int j = 1; j < m.nSrc; ++j) {
+      uint4 x[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) x[u] = loadCg<uint4>(m.src[j] + (i + u * stride) * 16);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) acc[u] = reduceUnit<F, Op>(acc[u], x[u]);
+    }
+    if (m.postDivisor) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) acc[u] = divideUnit<F>(acc[u], m.postDivisor);
+    }
+    for (int d = 0; d < m.nDst; ++d) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) *reinterpret_cast<uint4*>(m.dst[d] + (i + u * stride) * 16) = acc[u];
+    }
+  }
+  for (; i < nPacks; i += stride) {
+    uint4 acc = loadCg<uint4>(m.src[0] + i * 16);
+    for (int j = 1; j < m.nSrc; ++j) acc = reduceUnit<F, Op>(acc, loadCg<uint4>(m.src[j] + i * 16));
+    if (m.postDivisor) acc = divideUnit<F>(acc, m.postDivisor);
+    for (int d = 0; d < m.nDst; ++d) *reinterpret_cast<uint4*>(m.dst[d] + i * 16) = acc;
+  }
+  // The rest (or everything, unaligned): element by element.
+  for (size_t e = nPacks * 16 / sizeof(S) + lane.tid; e < m.n; e += stride) {
+    typename F::Math acc = F::load(loadCg<S>(m.src[0] + e * sizeof(S)));
+    for (int j = 1; j < m.nSrc; ++j) acc = Op::apply(acc, F::load(loadCg<S>(m.src[j] + e * sizeof(S))));
+    S out = F::store(acc);
+    if (m.postDivisor) out = F::store(divideBy(F::load(out), m.postDivisor));
+    for (int d = 0; d < m.nDst; ++d) *reinterpret_cast<S*>(m.dst[d] + e * sizeof(S)) = out;
+  }
+}
+
+// ---- LL ----------------------------------------------------------------------------------------
+
+__device__ __forceinline__ uint4 loadVolatile(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void storeVolatile(uint4* p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+// Word w of an LL slot: waits until both halves carry `flag`. False on abort.
+__device__ __forceinline__ bool llRead(const char* slot, size_t w, uint32_t flag, const volatile int* abortFlag,
+                                       uint64_t* out) {
+  const uint4* line = reinterpret_cast<const uint4*>(slot) + w;
+  uint4 v = loadVolatile(line);
+  int spins = 0;
+  while (v.y != flag || v.w != flag) {
+    if (++spins == 4096) {
+      spins = 0;
+      if (*abortFlag) return false;
+    }
+    v = loadVolatile(line);
+  }
+  *out = static_cast<uint64_t>(v.x) | (static_cast<uint64_t>(v.z) << 32);
+  return true;
+}
+
+// Plain memory, `valid` (1..8) bytes of word w.
+__device__ __forceinline__ uint64_t plainRead(const char* base, size_t w, int valid) {
+  const char* p = base + w * 8;
+  if (valid == 8 && aligned(p, 8)) return loadCg<uint64_t>(p);
+  uint64_t v = 0;
+  for (int b = 0; b < valid; ++b) v |= static_cast<uint64_t>(loadCg<unsigned char>(p + b)) << (8 * b);
+  return v;
+}
+
+__device__ __forceinline__ void plainWrite(char* base, size_t w, int valid, uint64_t v) {
+  char* p = base + w * 8;
+  if (valid == 8 && aligned(p, 8)) {
+    *reinterpret_cast<uint64_t*>(p) = v;
+    return;
+  }
+  for (int b = 0; b < valid; ++b) p[b] = static_cast<char>(v >> (8 * b));
+}
+
+template <class F, class Op>
+__device__ __noinline__ bool llLoop(const Moves& m, const LaneCtx& lane) {
+  using S = typename F::Storage;
+  const size_t bytes = m.n * sizeof(S);
+  const size_t nWords = (bytes + 7) / 8;
+  bool ok = true;
+  for (size_t w = lane.tid; w < nWords; w += lane.nthreads) {
+    const int valid = static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8);
+    uint64_t acc = 0;
+    for (int j = 0; j < m.nSrc; ++j) {
+      uint64_t x;
+      if (m.srcFlag[j] != 0) {
+        ok = ok && llRead(m.src[j], w, m.srcFlag[j], lane.abortFlag, &x);
+      } else {
+        x = plainRead(m.src[j], w, valid);
+      }
+      acc = j == 0 ? x : reduceUnit<F, Op>(acc, x);
+    }
+    if (m.postDivisor) acc = divideUnit<F>(acc, m.postDivisor);
+    for (int d = 0; d < m.nDst; ++d) {
+      if (m.dstFlag[d] != 0) {
+        uint4 line =
+            make_uint4(static_cast<uint32_t>(acc), m.dstFlag[d], static_cast<uint32_t>(acc >> 32), m.dstFlag[d]);
+        storeVolatile(reinterpret_cast<uint4*>(m.dst[d]) + w, line);
+      } else {
+        plainWrite(m.dst[d], w, valid, acc);
+      }
+    }
+    if (!ok) break;
+  }
+  return ok;
+}
+
+// ---- Dispatch on (type, op): each loop exists once per format and operation -------------------
+
+template <template <class, class> class Loop, class R, class F>
+__device__ __forceinline__ R byOp(int op, const Moves& m, const LaneCtx& lane) {
+  switch (op) {
+    case 1: return Loop<F, ProdOp>::run(m, lane);
+    case 2: return Loop<F, MaxOp>::run(m, lane);
+    case 3: return Loop<F, MinOp>::run(m, lane);
+    default: return Loop<F, SumOp>::run(m, lane);  // sum, and avg (sum, then the post-division)
+  }
+}
+
+template <template <class, class> class Loop, class R>
+__device__ __forceinline__ R byType(int type, int op, const Moves& m, const LaneCtx& lane) {
+  switch (type) {  // braidDataType_t
+    case 0: return byOp<Loop, R, Plain<int8_t, int8_t>>(op, m, lane);
+    case 1: return byOp<Loop, R, Plain<uint8_t, uint8_t>>(op, m, lane);
+    case 2: return byOp<Loop, R, Plain<int32_t, int32_t>>(op, m, lane);
+    case 3: return byOp<Loop, R, Plain<uint32_t, uint32_t>>(op, m, lane);
+    case 4: return byOp<Loop, R, Plain<int64_t, int64_t>>(op, m, lane);
+    case 5: return byOp<Loop, R, Plain<uint64_t, uint64_t>>(op, m, lane);
+    case 6: return byOp<Loop, R, HalfFmt>(op, m, lane);
+    case 8: return byOp<Loop, R, Plain<double, double>>(op, m, lane);
+    case 9: return byOp<Loop, R, Bf16Fmt>(op, m, lane);
+    case 10: return byOp<Loop, R, E4m3Fmt>(op, m, lane);
+    case 11: return byOp<Loop, R, E5m2Fmt>(op, m, lane);
+    default: return byOp<Loop, R, Plain<float, float>>(op, m, lane);
+  }
+}
+
+template <class F, class Op>
+struct SimpleLoop {
+  static __device__ __forceinline__ bool run(const Moves& m, const LaneCtx& lane) {
+    simpleLoop<F, Op>(m, lane);
+    return true;
+  }
+};
+
+template <class F, class Op>
+struct LlLoop {
+  static __device__ __forceinline__ bool run(const Moves& m, const LaneCtx& lane) { return llLoop<F, Op>(m, lane); }
+};
+
+}  // namespace
+
+template <Proto P>
+__device__ __noinline__ bool moveData(const Moves& m, int type, int op, const LaneCtx& lane) {
+  if constexpr (P == Proto::kSimple) {
+    return byType<SimpleLoop, bool>(type, op, m, lane);
+  } else {
+    return byType<LlLoop, bool>(type, op, m, lane);
+  }
+}
+
+}  // namespace braid::device

@@ -1,0 +1,364 @@
+#include "exec/cuda_engine.h"
+
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "algo/doubling.h"
+#include "core/log.h"
+
+namespace braid::exec {
+namespace {
+
+using device::PeerConn;
+
+Status cudaCheck(const char* what, cudaError_t err) {
+  if (err == cudaSuccess) return Status::ok();
+  (void)cudaGetLastError();
+  return Status(Code::kCudaError, std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+// Makes `device` current for the scope and restores the caller's device after.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+// Block layout: control lines, then the Simple slots, then the LL slots.
+constexpr size_t kTailOff = 0;
+constexpr size_t kHeadOff = 128;
+constexpr size_t kRecvStepOff = 256;
+constexpr size_t kSendStepOff = 264;
+constexpr size_t kSimpleOff = 384;
+
+constexpr int kConnIds[] = {algo::kConnRing, algo::kConnTree0, algo::kConnTree1, algo::kConnDoubling};
+
+// The peers `rank` exchanges data with on connection id `k` (both directions).
+std::vector<int> neighbours(const algo::Geometry& g, int rank, int k) {
+  const int n = static_cast<int>(g.ringOrder.size());
+  std::set<int> peers;
+  if (n > 1 && k == algo::kConnRing) {
+    int pos = g.posOf[rank];
+    peers.insert(g.ringOrder[(pos + 1) % n]);
+    peers.insert(g.ringOrder[(pos + n - 1) % n]);
+  } else if (n > 1 && (k == algo::kConnTree0 || k == algo::kConnTree1)) {
+    algo::TreeView t = algo::workFor(g, rank, 0, algo::CallShape{}).trees[k == algo::kConnTree0 ? 0 : 1];
+    if (t.parent >= 0) peers.insert(t.parent);
+    for (int i = 0; i < t.nChildren; ++i) peers.insert(t.children[i]);
+  } else if (n > 1 && k == algo::kConnDoubling) {
+    int p = algo::powerOfTwoBelow(n);
+    if (rank >= p) {
+      peers.insert(rank - p);
+    } else {
+      for (int bit = 1; bit < p; bit *= 2) peers.insert(rank ^ bit);
+      if (rank + p < n) peers.insert(rank + p);
+    }
+  }
+  peers.erase(rank);
+  return std::vector<int>(peers.begin(), peers.end());
+}
+
+// Where each (channel, connId, peer) block of one rank's arena starts.
+struct ArenaLayout {
+  std::map<std::tuple<int, int, int>, size_t> blocks;
+  size_t bytes = 0;
+};
+
+}  // namespace
+
+size_t slotElems(const CudaEngineOptions& o, device::Proto proto, size_t elemSize) {
+  size_t bytes = proto == device::Proto::kLL ? o.llSlotBytes : o.simpleSlotBytes;
+  return std::max<size_t>(1, bytes / elemSize);
+}
+
+struct CudaEngine::State {
+  CudaEngineOptions o;
+  size_t blockBytes = 0;
+  size_t llOff = 0;
+  std::vector<ArenaLayout> layouts;  // per rank
+  char* arena = nullptr;
+  std::vector<char*> peerBases;  // per rank: its arena mapped here (null if not a neighbour)
+  std::vector<bool> ipcOpened;
+  PeerConn* table = nullptr;  // device
+  int* ringOrder = nullptr;   // device
+  int* abortHost = nullptr;   // mapped host memory
+  int* abortDevice = nullptr;
+  cudaEvent_t lastDone = nullptr;  // the previous call's kernel, for ordering calls on other streams
+  void* lastStream = nullptr;
+  std::mutex mu;  // one launch at a time
+
+  ArenaLayout layoutOf(int rank) const {
+    ArenaLayout l;
+    for (int c = 0; c < o.channels; ++c) {
+      for (int k : kConnIds) {
+        for (int q : neighbours(o.geometry, rank, k)) {
+          l.blocks[{c, k, q}] = l.bytes;
+          l.bytes += blockBytes;
+        }
+      }
+    }
+    return l;
+  }
+  char* block(int owner, int c, int k, int peer) const {
+    return peerBases[owner] + layouts[owner].blocks.at({c, k, peer});
+  }
+};
+
+CudaEngine::CudaEngine(std::unique_ptr<State> state) : s_(std::move(state)) {}
+
+CudaEngine::~CudaEngine() {
+  if (!s_) return;
+  DeviceScope scope(s_->o.device);
+  cudaDeviceSynchronize();  // kernels still queued may use the buffers (after an abort they exit)
+  for (size_t r = 0; r < s_->peerBases.size(); ++r) {
+    if (s_->ipcOpened[r]) cudaIpcCloseMemHandle(s_->peerBases[r]);
+  }
+  if (s_->lastDone != nullptr) cudaEventDestroy(s_->lastDone);
+  cudaFree(s_->table);
+  cudaFree(s_->ringOrder);
+  cudaFree(s_->arena);
+  if (s_->abortHost != nullptr) cudaFreeHost(s_->abortHost);
+}
+
+int CudaEngine::channels() const { return s_->o.channels; }
+
+Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<CudaEngine>* out) {
+  auto s = std::make_unique<State>();
+  s->o = options;
+  DeviceScope scope(options.device);
+  const size_t llBytes = device::kSteps * options.llSlotBytes / device::kLlDataPerLine * device::kLlLineBytes;
+  s->llOff = kSimpleOff + device::kSteps * options.simpleSlotBytes;
+  s->blockBytes = (s->llOff + llBytes + 255) / 256 * 256;
+  for (int r = 0; r < options.nranks; ++r) s->layouts.push_back(s->layoutOf(r));
+  const size_t bytes = std::max<size_t>(s->layouts[options.rank].bytes, 256);
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc (connection buffers)", cudaMalloc(&s->arena, bytes)));
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemset", cudaMemset(s->arena, 0, bytes)));
+  BRAID_RETURN_IF_ERROR(
+      cudaCheck("cudaHostAlloc (abort flag)", cudaHostAlloc(&s->abortHost, sizeof(int), cudaHostAllocMapped)));
+  *s->abortHost = 0;
+  BRAID_RETURN_IF_ERROR(
+      cudaCheck("cudaHostGetDevicePointer",
+                cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->abortDevice), s->abortHost, 0)));
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->lastDone, cudaEventDisableTiming)));
+  const int n = options.nranks;
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->ringOrder, sizeof(int) * n)));
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemcpy", cudaMemcpy(s->ringOrder, options.geometry.ringOrder.data(),
+                                                           sizeof(int) * n, cudaMemcpyHostToDevice)));
+  BRAID_INFO(log::Subsys::kInit, "GPU connection buffers: ", bytes >> 20, " MiB for ", options.channels, " channel(s)");
+  out->reset(new CudaEngine(std::move(s)));
+  return Status::ok();
+}
+
+CudaExport CudaEngine::exported() const {
+  CudaExport e;
+  e.pid = getpid();
+  e.device = s_->o.device;
+  e.base = reinterpret_cast<uint64_t>(s_->arena);
+  cudaIpcMemHandle_t h;
+  if (cudaIpcGetMemHandle(&h, s_->arena) == cudaSuccess) {
+    std::memcpy(e.ipc, &h, sizeof(e.ipc));
+  } else {
+    (void)cudaGetLastError();
+  }
+  return e;
+}
+
+Status CudaEngine::connect(const std::vector<CudaExport>& all) {
+  State& s = *s_;
+  DeviceScope scope(s.o.device);
+  const int n = s.o.nranks, me = s.o.rank;
+  s.peerBases.assign(n, nullptr);
+  s.ipcOpened.assign(n, false);
+  s.peerBases[me] = s.arena;
+  std::set<int> peers;
+  for (int k : kConnIds) {
+    for (int q : neighbours(s.o.geometry, me, k)) peers.insert(q);
+  }
+  std::map<int, std::string> path;
+  for (int q : peers) {
+    const CudaExport& e = all[q];
+    if (e.host != all[me].host) {
+      return invalidUsage("rank " + std::to_string(q) +
+                          " is on another host: GPU communicators across hosts need the socket transport for GPU "
+                          "buffers, which braid does not have yet");
+    }
+    if (e.pid == all[me].pid) {
+      s.peerBases[q] = reinterpret_cast<char*>(e.base);
+      if (e.device != s.o.device) {
+        int can = 0;
+        cudaDeviceCanAccessPeer(&can, s.o.device, e.device);
+        if (!can) {
+          return invalidUsage("CUDA device " + std::to_string(s.o.device) + " cannot access device " +
+                              std::to_string(e.device) + " (rank " + std::to_string(q) +
+                              ") directly; the host-memory fallback is not implemented yet");
+        }
+        cudaError_t err = cudaDeviceEnablePeerAccess(e.device, 0);
+        if (err != cudaErrorPeerAccessAlreadyEnabled)
+          BRAID_RETURN_IF_ERROR(cudaCheck("cudaDeviceEnablePeerAccess", err));
+        (void)cudaGetLastError();
+        path[q] = "P2P/direct pointer";
+      } else {
+        path[q] = "same device";
+      }
+    } else {
+      cudaIpcMemHandle_t h;
+      std::memcpy(&h, e.ipc, sizeof(h));
+      void* p = nullptr;
+      BRAID_RETURN_IF_ERROR(cudaCheck(("cudaIpcOpenMemHandle of rank " + std::to_string(q) + "'s buffers").c_str(),
+                                      cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess)));
+      s.peerBases[q] = static_cast<char*>(p);
+      s.ipcOpened[q] = true;
+      path[q] = e.device == s.o.device ? "P2P/IPC (same device)" : "P2P/IPC";
+    }
+  }
+  // The table: for each (channel, connId, peer), both ends as this rank sees them.
+  std::vector<PeerConn> table(static_cast<size_t>(s.o.channels) * algo::kNumConnIds * n);
+  for (int c = 0; c < s.o.channels; ++c) {
+    for (int k : kConnIds) {
+      for (int q : neighbours(s.o.geometry, me, k)) {
+        char* mine = s.block(me, c, k, q);
+        char* theirs = s.block(q, c, k, me);
+        PeerConn& pc = table[device::connIndex(c, k, q, n)];
+        pc.send.simple = theirs + kSimpleOff;
+        pc.send.ll = theirs + s.llOff;
+        pc.send.tail = reinterpret_cast<uint64_t*>(theirs + kTailOff);
+        pc.send.head = reinterpret_cast<uint64_t*>(mine + kHeadOff);
+        pc.send.step = reinterpret_cast<uint64_t*>(mine + kSendStepOff);
+        pc.recv.simple = mine + kSimpleOff;
+        pc.recv.ll = mine + s.llOff;
+        pc.recv.tail = reinterpret_cast<uint64_t*>(mine + kTailOff);
+        pc.recv.head = reinterpret_cast<uint64_t*>(theirs + kHeadOff);
+        pc.recv.step = reinterpret_cast<uint64_t*>(mine + kRecvStepOff);
+      }
+    }
+  }
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s.table, table.size() * sizeof(PeerConn))));
+  BRAID_RETURN_IF_ERROR(cudaCheck(
+      "cudaMemcpy", cudaMemcpy(s.table, table.data(), table.size() * sizeof(PeerConn), cudaMemcpyHostToDevice)));
+  if (n > 1) {
+    int next = s.o.geometry.ringOrder[(s.o.geometry.posOf[me] + 1) % n];
+    for (int c = 0; c < s.o.channels; ++c) {
+      char line[160];
+      std::snprintf(line, sizeof(line), "Channel %02d : %d[%d] -> %d[%d] via %s", c, me, s.o.device, next,
+                    all[next].device, path[next].c_str());
+      BRAID_INFO(log::Subsys::kInit, line);
+    }
+  }
+  return Status::ok();
+}
+
+namespace {
+
+device::KernelKind kernelKind(algo::Coll coll, algo::Algo a) {
+  using device::KernelKind;
+  switch (coll) {
+    case algo::Coll::kAllReduce:
+      return a == algo::Algo::kTree         ? KernelKind::kAllReduceTree
+             : a == algo::Algo::kDoubleTree ? KernelKind::kAllReduceDoubleTree
+             : a == algo::Algo::kDoubling   ? KernelKind::kAllReduceDoubling
+                                            : KernelKind::kAllReduceRing;
+    case algo::Coll::kBroadcast: return KernelKind::kBroadcastRing;
+    case algo::Coll::kReduce: return KernelKind::kReduceRing;
+    case algo::Coll::kAllGather: return KernelKind::kAllGatherRing;
+    default: return KernelKind::kReduceScatterRing;
+  }
+}
+
+size_t elemSizeOf(braidDataType_t t) {
+  switch (t) {
+    case braidInt8:
+    case braidUint8:
+    case braidFloat8e4m3:
+    case braidFloat8e5m2: return 1;
+    case braidFloat16:
+    case braidBfloat16: return 2;
+    case braidInt64:
+    case braidUint64:
+    case braidFloat64: return 8;
+    default: return 4;
+  }
+}
+
+const char* shortType(braidDataType_t t) {
+  static const char* names[] = {"i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16", "e4m3", "e5m2"};
+  return t >= 0 && t < braidNumTypes ? names[t] : "?";
+}
+
+const char* shortOp(braidRedOp_t op) {
+  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
+  return op >= 0 && op < braidNumOps ? names[op] : "?";
+}
+
+}  // namespace
+
+Status CudaEngine::run(const CudaCall& call) {
+  State& s = *s_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  DeviceScope scope(s.o.device);
+  algo::CallShape shape = call.shape;
+  shape.nChannels = std::clamp(shape.nChannels, 1, s.o.channels);
+  shape.chunkElems = slotElems(s.o, call.proto, elemSizeOf(call.type));
+  device::KernelArgs a;
+  a.work = algo::workFor(s.o.geometry, s.o.rank, 0, shape);
+  a.work.ring.order = s.ringOrder;
+  a.input = call.input;
+  a.output = call.output;
+  a.type = call.type;
+  a.op = call.op;
+  a.nLanes = algo::numLanes(shape.algo);
+  // LL runs half the threads: its steps synchronise more often than they move data (measured,
+  // bench/NOTES.md).
+  const int threads = call.proto == device::Proto::kLL ? std::max(64, s.o.threads / 2) : s.o.threads;
+  a.laneThreads = std::min(threads, device::kMaxBlockThreads / a.nLanes) / 32 * 32;
+  a.conns = s.table;
+  a.simpleSlotBytes = s.o.simpleSlotBytes;
+  a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);
+  a.abortFlag = s.abortDevice;
+  const device::KernelKind kind = kernelKind(shape.coll, shape.algo);
+  auto stream = static_cast<cudaStream_t>(call.stream);
+
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamIsCapturing", cudaStreamIsCapturing(stream, &capture)));
+  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  // Calls of one communicator run in call order even on different streams: their FIFO steps must.
+  if (!capturing && s.lastStream != nullptr && s.lastStream != call.stream) {
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent", cudaStreamWaitEvent(stream, s.lastDone, 0)));
+  }
+  char range[160];
+  std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, call.proto),
+                shortType(call.type), shortOp(call.op), shape.count, shape.nChannels);
+  nvtxRangePushA(range);
+  int err = device::launchKernel(kind, call.proto, shape.nChannels, a, call.stream);
+  nvtxRangePop();
+  BRAID_RETURN_IF_ERROR(cudaCheck(device::kernelName(kind, call.proto), static_cast<cudaError_t>(err)));
+  if (!capturing) {
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventRecord", cudaEventRecord(s.lastDone, stream)));
+    s.lastStream = call.stream == nullptr ? reinterpret_cast<void*>(1) : call.stream;
+  }
+  BRAID_TRACE(log::Subsys::kColl, range);
+  return Status::ok();
+}
+
+void CudaEngine::abort() {
+  if (s_ && s_->abortHost != nullptr) *reinterpret_cast<volatile int*>(s_->abortHost) = 1;
+}
+
+}  // namespace braid::exec

@@ -1,0 +1,87 @@
+// The CUDA executor: one GPU rank's connections (FIFOs in GPU memory, reached over P2P or CUDA
+// IPC) and the launch of a call's kernel on the caller's stream. No CUDA type appears here, so core
+// includes it on every build; without CUDA support create() says so.
+//
+// Set-up is in two steps around the bootstrap's all-gather: create() allocates this rank's arena
+// (every FIFO it receives on, and the counters it owns) and exported() describes it; connect()
+// takes every rank's description, maps the peers' arenas and builds the device table of
+// connections. The layout of every rank's arena follows from the geometry and the channel count
+// alone, so each rank knows where its slots are in a peer's arena without asking.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algo/geometry.h"
+#include "braid/braid.h"
+#include "core/status.h"
+#include "device/device_work.h"
+
+namespace braid::exec {
+
+struct CudaEngineOptions {
+  int rank = 0;
+  int nranks = 1;
+  int device = 0;
+  int channels = 1;                     // the most a call may use
+  int threads = 512;                    // per CTA (lanes split it, at most 1024 in all)
+  size_t simpleSlotBytes = 512 * 1024;  // Simple: data per FIFO slot
+  size_t llSlotBytes = 32 * 1024;       // LL: data per FIFO slot (the slot holds twice this)
+  algo::Geometry geometry;
+};
+
+/// What a peer needs to reach this rank's arena.
+struct CudaExport {
+  int64_t pid = 0;
+  uint64_t host = 0;  // host identity hash
+  int32_t device = -1;
+  uint64_t base = 0;            // the arena's address in this process
+  unsigned char ipc[64] = {0};  // cudaIpcMemHandle_t
+};
+
+constexpr device::Proto kProtoSimple = device::Proto::kSimple;
+constexpr device::Proto kProtoLL = device::Proto::kLL;
+
+/// One GPU call, shaped by the tuner.
+struct CudaCall {
+  algo::CallShape shape;
+  device::Proto proto = device::Proto::kSimple;
+  const void* input = nullptr;
+  void* output = nullptr;
+  braidDataType_t type = braidFloat32;
+  braidRedOp_t op = braidSum;
+  void* stream = nullptr;  // cudaStream_t
+};
+
+class CudaEngine {
+ public:
+  static Status create(const CudaEngineOptions& options, std::unique_ptr<CudaEngine>* out);
+  ~CudaEngine();
+  CudaEngine(const CudaEngine&) = delete;
+  CudaEngine& operator=(const CudaEngine&) = delete;
+
+  CudaExport exported() const;
+  /// Maps every neighbour's arena (peer pointers in this process, CUDA IPC in another process of
+  /// this host) and uploads the connection table. Logs each ring connection's path at INFO.
+  Status connect(const std::vector<CudaExport>& all);
+
+  /// Queues `call` on its stream; returns once launched.
+  Status run(const CudaCall& call);
+
+  /// Makes every kernel of this rank that waits on a peer give up (braidCommAbort).
+  void abort();
+
+  int channels() const;
+
+ private:
+  struct State;
+  explicit CudaEngine(std::unique_ptr<State> state);
+  std::unique_ptr<State> s_;
+};
+
+/// Elements of `type` one slot carries: the chunk every Prims operation moves.
+size_t slotElems(const CudaEngineOptions& options, device::Proto proto, size_t elemSize);
+
+}  // namespace braid::exec

@@ -1,0 +1,27 @@
+// This build has no CUDA support (BRAID_ENABLE_CUDA=OFF): no GPU communicator is ever made, so the
+// engine only has to say so.
+#include "exec/cuda_engine.h"
+
+namespace braid::exec {
+
+struct CudaEngine::State {};
+
+CudaEngine::CudaEngine(std::unique_ptr<State> state) : s_(std::move(state)) {}
+CudaEngine::~CudaEngine() = default;
+
+Status CudaEngine::create(const CudaEngineOptions&, std::unique_ptr<CudaEngine>*) {
+  return invalidUsage("this braid was built without CUDA support");
+}
+
+CudaExport CudaEngine::exported() const { return CudaExport{}; }
+Status CudaEngine::connect(const std::vector<CudaExport>&) { return invalidUsage("no CUDA support"); }
+Status CudaEngine::run(const CudaCall&) { return invalidUsage("no CUDA support"); }
+void CudaEngine::abort() {}
+int CudaEngine::channels() const { return 0; }
+
+size_t slotElems(const CudaEngineOptions& options, device::Proto proto, size_t elemSize) {
+  size_t bytes = proto == device::Proto::kLL ? options.llSlotBytes : options.simpleSlotBytes;
+  return bytes / elemSize > 0 ? bytes / elemSize : 1;
+}
+
+}  // namespace braid::exec

@@ -1,0 +1,374 @@
+// Every collective on GPU buffers against the host reference: algorithms x protocols x types x ops
+// x counts, outputs poisoned first so that every element is checked written, in place, at
+// unaligned offsets, at CTA counts 1..32, and inside a CUDA graph replayed with new data. Ranks
+// are threads of this process on devices r % devices, so one GPU runs 2, 3 or 4 ranks.
+//
+// The inputs are small integers (-2..2, as each type stores them), so every sum, product, max and
+// min of up to 4 ranks is exact in every type and the reference (exec/host_reduce, rank order) is
+// bit-exact whatever order the GPU combined them in; avg then divides an exact sum, correctly rounded
+// on both sides.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "core/datatype.h"
+#include "exec/host_reduce.h"
+#include "gpu_world.h"
+
+namespace braid::gputest {
+namespace {
+
+enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter };
+const char* collName(Coll c) {
+  static const char* names[] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
+  return names[static_cast<int>(c)];
+}
+
+constexpr unsigned char kPoison = 0xA5;  // no input or result of these tests has this byte pattern
+
+// Element i of rank r's input, stored as `type`.
+void fillInput(std::vector<unsigned char>* buf, size_t count, braidDataType_t type, int r, int salt) {
+  size_t es = core::typeSize(type);
+  buf->assign(count * es, 0);
+  for (size_t i = 0; i < count; ++i) {
+    double v = static_cast<double>(static_cast<int>((r * 5 + i * 3 + salt) % 5) - 2);
+    exec::elementFromDouble(v, buf->data() + i * es, type);
+  }
+}
+
+struct Case {
+  Coll coll = Coll::kAllReduce;
+  braidDataType_t type = braidFloat32;
+  braidRedOp_t op = braidSum;
+  size_t count = 1;
+  int root = 0;
+  bool inPlace = false;
+  size_t offset = 0;  // elements added to every buffer address (unaligned access)
+  int salt = 0;
+  std::string describe() const {
+    std::ostringstream s;
+    s << collName(coll) << " " << core::typeName(type) << " " << core::opName(op) << " count " << count << " root "
+      << root << (inPlace ? " in-place" : "") << " offset " << offset;
+    return s.str();
+  }
+};
+
+size_t inElems(Coll c, size_t count, int n) { return c == Coll::kReduceScatter ? count * n : count; }
+size_t outElems(Coll c, size_t count, int n) { return c == Coll::kAllGather ? count * n : count; }
+
+// The expected output of rank r (empty: the output is not defined there, e.g. reduce off the root).
+std::vector<unsigned char> expected(const Case& c, const std::vector<std::vector<unsigned char>>& in, int r, int n) {
+  const size_t es = core::typeSize(c.type), count = c.count;
+  auto reduceOver = [&](size_t from) {  // op over ranks of in[q][from .. from + count)
+    std::vector<unsigned char> acc(in[0].begin() + from * es, in[0].begin() + (from + count) * es);
+    for (int q = 1; q < n; ++q)
+      exec::reduceElems(acc.data(), acc.data(), in[q].data() + from * es, count, c.type, c.op);
+    if (c.op == braidAvg) exec::divideElems(acc.data(), acc.data(), count, c.type, n);
+    return acc;
+  };
+  switch (c.coll) {
+    case Coll::kAllReduce: return reduceOver(0);
+    case Coll::kReduce: return r == c.root ? reduceOver(0) : std::vector<unsigned char>{};
+    case Coll::kBroadcast: return in[c.root];
+    case Coll::kReduceScatter: return reduceOver(static_cast<size_t>(r) * count);
+    case Coll::kAllGather: {
+      std::vector<unsigned char> out;
+      for (int q = 0; q < n; ++q) out.insert(out.end(), in[q].begin(), in[q].end());
+      return out;
+    }
+  }
+  return {};
+}
+
+braidResult_t issue(const Case& c, World& w, int r, const void* send, void* recv) {
+  braidComm_t comm = w.comms[r];
+  braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[r]);
+  switch (c.coll) {
+    case Coll::kAllReduce: return braidAllReduce(send, recv, c.count, c.type, c.op, comm, s);
+    case Coll::kBroadcast: return braidBroadcast(send, recv, c.count, c.type, c.root, comm, s);
+    case Coll::kReduce: return braidReduce(send, recv, c.count, c.type, c.op, c.root, comm, s);
+    case Coll::kAllGather: return braidAllGather(send, recv, c.count, c.type, comm, s);
+    case Coll::kReduceScatter: return braidReduceScatter(send, recv, c.count, c.type, c.op, comm, s);
+  }
+  return braidInvalidArgument;
+}
+
+// The buffers of one case on every rank, inputs uploaded and outputs poisoned.
+struct CaseBuffers {
+  std::vector<std::vector<unsigned char>> in;
+  std::vector<std::unique_ptr<DeviceBuffer>> sendBufs, recvBufs;
+  std::vector<const void*> send;
+  std::vector<void*> recv;
+
+  CaseBuffers(const Case& c, World& w) {
+    const int n = w.size();
+    const size_t es = core::typeSize(c.type), pad = c.offset * es;
+    const size_t inBytes = inElems(c.coll, c.count, n) * es, outBytes = outElems(c.coll, c.count, n) * es;
+    for (int r = 0; r < n; ++r) {
+      in.emplace_back();
+      fillInput(&in.back(), inElems(c.coll, c.count, n), c.type, r, c.salt);
+      // In place: one buffer the size of the larger side; the input sits where the API says.
+      sendBufs.push_back(std::make_unique<DeviceBuffer>(w.devices[r], pad + std::max(inBytes, outBytes)));
+      char* sb = static_cast<char*>(sendBufs.back()->ptr) + pad;
+      char* rb;
+      if (c.inPlace) {
+        rb = sb;
+        if (c.coll == Coll::kAllGather) sb = rb + r * inBytes;
+        if (c.coll == Coll::kReduceScatter) rb = sb + r * outBytes;
+      } else {
+        recvBufs.push_back(std::make_unique<DeviceBuffer>(w.devices[r], pad + outBytes));
+        rb = static_cast<char*>(recvBufs.back()->ptr) + pad;
+      }
+      cudaSetDevice(w.devices[r]);
+      cudaMemset(c.inPlace ? static_cast<char*>(sendBufs.back()->ptr) + pad : rb, kPoison,
+                 c.inPlace ? std::max(inBytes, outBytes) : outBytes);
+      cudaMemcpy(sb, in[r].data(), inBytes, cudaMemcpyHostToDevice);
+      send.push_back(sb);
+      recv.push_back(rb);
+    }
+  }
+  void upload(const Case& c, World& w) {
+    const size_t es = core::typeSize(c.type);
+    for (int r = 0; r < w.size(); ++r) {
+      fillInput(&in[r], inElems(c.coll, c.count, w.size()), c.type, r, c.salt);
+      cudaSetDevice(w.devices[r]);
+      cudaMemcpy(const_cast<void*>(send[r]), in[r].data(), in[r].size(), cudaMemcpyHostToDevice);
+      if (!c.inPlace) cudaMemset(recv[r], kPoison, outElems(c.coll, c.count, w.size()) * es);
+    }
+  }
+  // "" if every rank's output matches the reference, else the first difference.
+  std::string check(const Case& c, World& w) {
+    const int n = w.size();
+    const size_t es = core::typeSize(c.type);
+    for (int r = 0; r < n; ++r) {
+      std::vector<unsigned char> want = expected(c, in, r, n);
+      if (want.empty()) continue;
+      std::vector<unsigned char> got(want.size());
+      cudaSetDevice(w.devices[r]);
+      cudaMemcpy(got.data(), recv[r], got.size(), cudaMemcpyDeviceToHost);
+      if (got == want) continue;
+      for (size_t i = 0; i < want.size() / es; ++i) {
+        if (std::memcmp(got.data() + i * es, want.data() + i * es, es) != 0) {
+          std::ostringstream m;
+          m << c.describe() << ": rank " << r << " element " << i << " is "
+            << exec::elementToDouble(got.data() + i * es, c.type) << ", expected "
+            << exec::elementToDouble(want.data() + i * es, c.type);
+          return m.str();
+        }
+      }
+    }
+    return "";
+  }
+};
+
+// Runs one case on every rank and checks it; "" on success.
+std::string runCase(const Case& c, World& w) {
+  CaseBuffers b(c, w);
+  for (int r = 0; r < w.size(); ++r) {
+    braidResult_t res = issue(c, w, r, b.send[r], b.recv[r]);
+    if (res != braidSuccess) return c.describe() + ": rank " + std::to_string(r) + ": " + braidGetLastError();
+  }
+  if (!w.sync()) return c.describe() + ": " + w.error;
+  return b.check(c, w);
+}
+
+struct Config {
+  int nranks;
+  const char* algorithm;
+  const char* protocol;
+};
+
+std::string configName(const testing::TestParamInfo<Config>& info) {
+  return std::to_string(info.param.nranks) + "ranks_" + info.param.algorithm + "_" + info.param.protocol;
+}
+
+class GpuCollectives : public testing::TestWithParam<Config> {
+ protected:
+  void SetUp() override {
+    if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  }
+  WorldOptions options() const {
+    WorldOptions o;
+    o.nranks = GetParam().nranks;
+    o.algorithm = GetParam().algorithm;
+    o.protocol = GetParam().protocol;
+    return o;
+  }
+  bool ringOnly() const { return std::string(GetParam().algorithm) == "ring"; }
+};
+
+const braidDataType_t kAllTypes[] = {braidInt8,    braidUint8,    braidInt32,      braidUint32,
+                                     braidInt64,   braidUint64,   braidFloat16,    braidFloat32,
+                                     braidFloat64, braidBfloat16, braidFloat8e4m3, braidFloat8e5m2};
+const size_t kCounts[] = {1, 7, 1023, (1u << 20) + 3};
+
+// The dtype/op matrix: every type with sum and max, every op on float32.
+std::vector<std::pair<braidDataType_t, braidRedOp_t>> typeOps() {
+  std::vector<std::pair<braidDataType_t, braidRedOp_t>> out;
+  for (braidDataType_t t : kAllTypes) {
+    out.push_back({t, braidSum});
+    out.push_back({t, braidMax});
+  }
+  for (braidRedOp_t op : {braidProd, braidMin, braidAvg}) out.push_back({braidFloat32, op});
+  return out;
+}
+
+TEST_P(GpuCollectives, AllReduceMatrix) {
+  World w(options());
+  ASSERT_EQ(w.error, "");
+  for (auto [type, op] : typeOps()) {
+    for (size_t count : kCounts) {
+      if (count > 4096 && type != braidFloat32 && type != braidBfloat16 && type != braidInt8) continue;
+      Case c;
+      c.type = type;
+      c.op = op;
+      c.count = count;
+      ASSERT_EQ(runCase(c, w), "");
+    }
+  }
+}
+
+TEST_P(GpuCollectives, OtherCollectives) {
+  if (!ringOnly()) GTEST_SKIP() << "broadcast, reduce, all-gather and reduce-scatter run as rings";
+  World w(options());
+  ASSERT_EQ(w.error, "");
+  for (Coll coll : {Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter}) {
+    bool hasOp = coll == Coll::kReduce || coll == Coll::kReduceScatter;
+    for (auto [type, op] : typeOps()) {
+      if (!hasOp && op != braidSum) continue;
+      for (size_t count : kCounts) {
+        if (count > 4096 && type != braidFloat32) continue;
+        Case c;
+        c.coll = coll;
+        c.type = type;
+        c.op = op;
+        c.count = count;
+        c.root = w.size() - 1;
+        ASSERT_EQ(runCase(c, w), "");
+      }
+    }
+  }
+}
+
+TEST_P(GpuCollectives, InPlaceAndUnaligned) {
+  World w(options());
+  ASSERT_EQ(w.error, "");
+  for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter}) {
+    if (coll != Coll::kAllReduce && !ringOnly()) continue;
+    for (braidDataType_t type : {braidFloat32, braidFloat16, braidInt8}) {
+      for (size_t count : {size_t{7}, size_t{1023}, size_t{70001}}) {
+        Case c;
+        c.coll = coll;
+        c.type = type;
+        c.count = count;
+        c.root = 1 % w.size();
+        c.inPlace = true;
+        ASSERT_EQ(runCase(c, w), "");
+        c.inPlace = false;
+        c.offset = 1;
+        ASSERT_EQ(runCase(c, w), "");
+      }
+    }
+  }
+}
+
+// Several calls back to back without waiting: the FIFO steps carry over from one kernel to the next.
+TEST_P(GpuCollectives, BackToBackCalls) {
+  World w(options());
+  ASSERT_EQ(w.error, "");
+  Case c;
+  c.count = 100003;
+  CaseBuffers b(c, w);
+  for (int iter = 0; iter < 20; ++iter) {
+    for (int r = 0; r < w.size(); ++r)
+      ASSERT_EQ(issue(c, w, r, b.send[r], b.recv[r]), braidSuccess) << braidGetLastError();
+  }
+  ASSERT_TRUE(w.sync()) << w.error;
+  EXPECT_EQ(b.check(c, w), "");
+}
+
+// Captured once into a CUDA graph per rank, replayed with new inputs each time.
+TEST_P(GpuCollectives, GraphCaptureAndReplay) {
+  World w(options());
+  ASSERT_EQ(w.error, "");
+  for (size_t count : {size_t{1023}, size_t{(1u << 20) + 3}}) {
+    Case c;
+    c.count = count;
+    CaseBuffers b(c, w);
+    std::vector<cudaGraphExec_t> graphs(w.size());
+    for (int r = 0; r < w.size(); ++r) {
+      cudaSetDevice(w.devices[r]);
+      ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      ASSERT_EQ(issue(c, w, r, b.send[r], b.recv[r]), braidSuccess) << braidGetLastError();
+      cudaGraph_t g;
+      ASSERT_EQ(cudaStreamEndCapture(w.streams[r], &g), cudaSuccess);
+      ASSERT_EQ(cudaGraphInstantiate(&graphs[r], g, 0), cudaSuccess);
+      cudaGraphDestroy(g);
+    }
+    for (int replay = 0; replay < 3; ++replay) {
+      c.salt = replay;
+      b.upload(c, w);
+      for (int r = 0; r < w.size(); ++r) {
+        cudaSetDevice(w.devices[r]);
+        ASSERT_EQ(cudaGraphLaunch(graphs[r], w.streams[r]), cudaSuccess);
+      }
+      ASSERT_TRUE(w.sync()) << w.error;
+      ASSERT_EQ(b.check(c, w), "") << "replay " << replay;
+    }
+    for (auto g : graphs) cudaGraphExecDestroy(g);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    , GpuCollectives,
+    testing::Values(Config{2, "ring", "simple"}, Config{2, "ring", "ll"}, Config{2, "tree", "simple"},
+                    Config{2, "tree", "ll"}, Config{2, "dbtree", "simple"}, Config{2, "dbtree", "ll"},
+                    Config{2, "doubling", "simple"}, Config{2, "doubling", "ll"}, Config{3, "ring", "simple"},
+                    Config{3, "ring", "ll"}, Config{3, "dbtree", "simple"}, Config{3, "doubling", "ll"},
+                    Config{4, "ring", "simple"}, Config{4, "ring", "ll"}, Config{4, "tree", "simple"},
+                    Config{4, "dbtree", "ll"}, Config{4, "doubling", "simple"}),
+    configName);
+
+// CTA counts: the channel count is what the config pins.
+class GpuCtas : public testing::TestWithParam<int> {};
+
+TEST_P(GpuCtas, AllReduceOnPinnedCtaCount) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  for (const char* proto : {"simple", "ll"}) {
+    WorldOptions o;
+    o.nranks = 2;
+    o.algorithm = "ring";
+    o.protocol = proto;
+    o.minCTAs = o.maxCTAs = GetParam();
+    World w(o);
+    ASSERT_EQ(w.error, "");
+    for (size_t count : {size_t{1023}, size_t{(1u << 20) + 3}}) {
+      Case c;
+      c.count = count;
+      c.type = braidBfloat16;
+      ASSERT_EQ(runCase(c, w), "") << proto;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(, GpuCtas, testing::Values(1, 2, 4, 8, 16, 32));
+
+// The largest count of the matrix: 256 MB of float32.
+TEST(GpuCollectivesLarge, AllReduce256MB) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  for (const char* algo : {"ring", "dbtree"}) {
+    WorldOptions o;
+    o.algorithm = algo;
+    o.protocol = "simple";
+    World w(o);
+    ASSERT_EQ(w.error, "");
+    Case c;
+    c.count = (256u << 20) / 4;
+    ASSERT_EQ(runCase(c, w), "") << algo;
+  }
+}
+
+}  // namespace
+}  // namespace braid::gputest
