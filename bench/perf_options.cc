@@ -19,10 +19,17 @@ const char* kUsage =
     "                                                               fp8e4m3, fp8e5m2\n"
     "  -n iters   timed iterations (20)                  -w iters   warm-up iterations (5)\n"
     "  -c 0|1     check results (1)                      -a 0..3    time of rank 0, mean, min, max (1)\n"
-    "  -z 0|1     blocking calls (1)                     -r root    root of broadcast/reduce (0)\n"
-    "  -t n       ranks as threads of each process (1)   -g n       GPUs per thread (not available yet)\n"
+    "  -z 0|1     blocking calls (1; host only)          -r root    root of broadcast/reduce (0)\n"
+    "  -t n       ranks as threads of each process (1)   -g n       GPU ranks per thread (0: host memory)\n"
     "  -p n       fork n processes on this host (1)      -J file    also write the results as JSON\n"
     "  -A algos   allowed algorithms (config->algorithm): ring, tree, dbtree, doubling, a list, ^ excludes\n"
+    "GPU mode (-g n): each rank is one CUDA device (global rank r on device r % devices; under a launcher\n"
+    "LOCAL_RANK % devices), buffers in device memory, calls on one stream per rank, timed with CUDA events.\n"
+    "  -P protos  allowed protocols (config->protocol): simple, ll, a list, ^ excludes\n"
+    "  -m n       pin the CTA count: config->minCTAs = maxCTAs = n (0: the library chooses)\n"
+    "  -G 0|1     time the iterations captured into one CUDA graph (0: eager calls)\n"
+    "  --compare nccl   run every row through NCCL too (loaded with dlopen) and print the ratio\n"
+    "  --nccl-lib path  the NCCL library to load (libnccl.so.2)\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); with mpirun pass -x BRAID_COMM_ID=host:port.\n";
 
@@ -74,19 +81,34 @@ const Named kTypes[] = {{"float", braidFloat32},     {"double", braidFloat64},  
                         {"int32", braidInt32},       {"uint32", braidUint32},      {"int64", braidInt64},
                         {"uint64", braidUint64},     {"fp8e4m3", braidFloat8e4m3}, {"fp8e5m2", braidFloat8e5m2}};
 
+// The long options: --compare and --nccl-lib. False when `flag` is none of them or `v` is wrong.
+bool parseLong(const char* flag, const char* v, Options* o) {
+  if (std::strcmp(flag, "--compare") == 0) {
+    o->compareNccl = std::strcmp(v, "nccl") == 0;  // the one library to compare with
+    return o->compareNccl;
+  }
+  if (std::strcmp(flag, "--nccl-lib") == 0) {
+    o->ncclLib = v;
+    return *v != '\0';
+  }
+  return false;
+}
+
 }  // namespace
 
 bool parseOptions(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const char* flag = argv[i];
-    if (std::strlen(flag) != 2 || flag[0] != '-' || i + 1 >= argc) {
+    bool isLong = std::strncmp(flag, "--", 2) == 0;
+    if ((!isLong && (std::strlen(flag) != 2 || flag[0] != '-')) || i + 1 >= argc) {
       std::fprintf(stderr, "braid-perf: bad or incomplete option '%s'\n%s", flag, kUsage);
       return false;
     }
     const char* v = argv[++i];
     int n = 0;
     bool ok = true;
-    switch (flag[1]) {
+    switch (isLong ? '-' : flag[1]) {
+      case '-': ok = parseLong(flag, v, o); break;
       case 'C': ok = lookup(v, kColls, 7, &n), o->coll = static_cast<Coll>(n); break;
       case 'b': ok = parseBytes(v, &o->minBytes); break;
       case 'e': ok = parseBytes(v, &o->maxBytes); break;
@@ -105,6 +127,9 @@ bool parseOptions(int argc, char** argv, Options* o) {
       case 'r': ok = parseInt(v, 0, 1 << 20, &o->root); break;
       case 'J': o->json = v; break;
       case 'A': o->algorithm = v; break;
+      case 'P': o->protocol = v; break;
+      case 'm': ok = parseInt(v, 0, 64, &o->ctas); break;
+      case 'G': ok = parseInt(v, 0, 1, &n), o->graph = n == 1; break;
       default: ok = false;
     }
     if (!ok) {
@@ -114,6 +139,11 @@ bool parseOptions(int argc, char** argv, Options* o) {
   }
   if (o->maxBytes < o->minBytes) {
     std::fprintf(stderr, "braid-perf: -e (%zu) is smaller than -b (%zu)\n", o->maxBytes, o->minBytes);
+    return false;
+  }
+  // Host communicators have no protocols, CTAs, graphs or NCCL twin: say so rather than ignore the option.
+  if (o->gpus == 0 && (!o->protocol.empty() || o->ctas > 0 || o->graph || o->compareNccl)) {
+    std::fprintf(stderr, "braid-perf: -P, -m, -G and --compare apply to GPU communicators only: add -g 1\n");
     return false;
   }
 

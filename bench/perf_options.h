@@ -26,10 +26,16 @@ struct Options {
   bool blocking = true;                 // -z 1: wait for each call (host calls always complete before returning)
   int threads = 1;                      // -t: ranks as threads of each process
   int processes = 1;                    // -p: processes forked by braid-perf (each with -t threads)
-  int gpus = 0;                         // -g: GPUs per thread (the GPU engine is not available yet)
+  int gpus = 0;                         // -g: GPU ranks per thread (0: host-memory communicators)
   int root = 0;                         // -r
   std::string json;                     // -J file
   std::string algorithm;                // -A: config->algorithm (empty: the library chooses)
+  std::string protocol;                 // -P: config->protocol (GPU only; empty: the library chooses)
+  int ctas = 0;                         // -m: config->minCTAs = maxCTAs (GPU only; 0: the library chooses)
+  bool graph = false;                   // -G 1: time the iterations as one CUDA graph launch (GPU only)
+  bool compareNccl = false;             // --compare nccl: the same rows through NCCL too (GPU only)
+  // --nccl-lib: the NCCL library --compare dlopens (the loader's search path applies).
+  std::string ncclLib = "libnccl.so.2";
 };
 
 /// Parses argv; on error prints usage to stderr and returns false.
