@@ -71,6 +71,22 @@ __device__ __forceinline__ T loadCg(const void* p) {
   return out;
 }
 
+/// Bytes of one element of braidDataType_t `type`.
+__device__ __forceinline__ size_t elemSizeOf(int type) {
+  switch (type) {
+    case 0:
+    case 1:
+    case 10:
+    case 11: return 1;
+    case 6:
+    case 9: return 2;
+    case 4:
+    case 5:
+    case 8: return 8;
+    default: return 4;
+  }
+}
+
 __device__ __forceinline__ bool aligned(const void* p, size_t a) {
   return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0;
 }
@@ -172,90 +188,134 @@ __device__ __forceinline__ void plainWrite(char* base, size_t w, int valid, uint
   for (int b = 0; b < valid; ++b) p[b] = static_cast<char>(v >> (8 * b));
 }
 
-template <class F, class Op>
-__device__ __noinline__ bool llLoop(const Moves& m, const LaneCtx& lane) {
-  using S = typename F::Storage;
-  const size_t bytes = m.n * sizeof(S);
+// One 8-byte word of `type` combined element-wise with another by `op`, and the avg division. LL
+// moves words, not vectors: a call per word costs little next to its flag polls, and keeps one LL
+// loop for every (type, op) instead of one each (which took ptxas minutes).
+__device__ __noinline__ uint64_t combineWord(uint64_t a, uint64_t b, int type, int op);
+__device__ __noinline__ uint64_t divideWord(uint64_t a, int type, int divisor);
+
+// Each thread handles kLlUnroll words at a time and issues every load of a group before it waits
+// on any: one flag poll is a round trip to L2, so polling word after word would serialise them.
+constexpr int kLlUnroll = 4;
+
+__device__ __noinline__ bool llLoop(const Moves& m, int type, int op, const LaneCtx& lane) {
+  const size_t bytes = m.n * elemSizeOf(type);
   const size_t nWords = (bytes + 7) / 8;
-  bool ok = true;
-  for (size_t w = lane.tid; w < nWords; w += lane.nthreads) {
-    const int valid = static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8);
-    uint64_t acc = 0;
+  const size_t stride = lane.nthreads;
+  for (size_t base = lane.tid; base < nWords; base += kLlUnroll * stride) {
+    uint64_t acc[kLlUnroll];
     for (int j = 0; j < m.nSrc; ++j) {
-      uint64_t x;
+      uint64_t x[kLlUnroll];
       if (m.srcFlag[j] != 0) {
-        ok = ok && llRead(m.src[j], w, m.srcFlag[j], lane.abortFlag, &x);
+        const uint4* lines = reinterpret_cast<const uint4*>(m.src[j]);
+        uint4 v[kLlUnroll];
+#pragma unroll
+        for (int u = 0; u < kLlUnroll; ++u) {
+          if (base + u * stride < nWords) v[u] = loadVolatile(lines + base + u * stride);
+        }
+#pragma unroll
+        for (int u = 0; u < kLlUnroll; ++u) {
+          const size_t w = base + u * stride;
+          if (w >= nWords) continue;
+          if (v[u].y == m.srcFlag[j] && v[u].w == m.srcFlag[j]) {
+            x[u] = static_cast<uint64_t>(v[u].x) | (static_cast<uint64_t>(v[u].z) << 32);
+          } else if (!llRead(m.src[j], w, m.srcFlag[j], lane.abortFlag, &x[u])) {
+            return false;
+          }
+        }
       } else {
-        x = plainRead(m.src[j], w, valid);
+#pragma unroll
+        for (int u = 0; u < kLlUnroll; ++u) {
+          const size_t w = base + u * stride;
+          if (w < nWords) x[u] = plainRead(m.src[j], w, static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8));
+        }
       }
-      acc = j == 0 ? x : reduceUnit<F, Op>(acc, x);
+      for (int u = 0; u < kLlUnroll; ++u) acc[u] = j == 0 ? x[u] : combineWord(acc[u], x[u], type, op);
     }
-    if (m.postDivisor) acc = divideUnit<F>(acc, m.postDivisor);
-    for (int d = 0; d < m.nDst; ++d) {
-      if (m.dstFlag[d] != 0) {
-        uint4 line =
-            make_uint4(static_cast<uint32_t>(acc), m.dstFlag[d], static_cast<uint32_t>(acc >> 32), m.dstFlag[d]);
-        storeVolatile(reinterpret_cast<uint4*>(m.dst[d]) + w, line);
-      } else {
-        plainWrite(m.dst[d], w, valid, acc);
+    for (int u = 0; u < kLlUnroll; ++u) {
+      const size_t w = base + u * stride;
+      if (w >= nWords) continue;
+      const int valid = static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8);
+      uint64_t out = m.postDivisor ? divideWord(acc[u], type, m.postDivisor) : acc[u];
+      for (int d = 0; d < m.nDst; ++d) {
+        if (m.dstFlag[d] != 0) {
+          uint4 line =
+              make_uint4(static_cast<uint32_t>(out), m.dstFlag[d], static_cast<uint32_t>(out >> 32), m.dstFlag[d]);
+          storeVolatile(reinterpret_cast<uint4*>(m.dst[d]) + w, line);
+        } else {
+          plainWrite(m.dst[d], w, valid, out);
+        }
       }
     }
-    if (!ok) break;
   }
-  return ok;
+  return true;
 }
 
 // ---- Dispatch on (type, op): each loop exists once per format and operation -------------------
 
-template <template <class, class> class Loop, class R, class F>
-__device__ __forceinline__ R byOp(int op, const Moves& m, const LaneCtx& lane) {
+// Calls Loop<Format, Op>::run(args...) for the run-time (type, op).
+template <template <class, class> class Loop, class R, class F, class... Args>
+__device__ __forceinline__ R byOp(int op, Args... args) {
   switch (op) {
-    case 1: return Loop<F, ProdOp>::run(m, lane);
-    case 2: return Loop<F, MaxOp>::run(m, lane);
-    case 3: return Loop<F, MinOp>::run(m, lane);
-    default: return Loop<F, SumOp>::run(m, lane);  // sum, and avg (sum, then the post-division)
+    case 1: return Loop<F, ProdOp>::run(args...);
+    case 2: return Loop<F, MaxOp>::run(args...);
+    case 3: return Loop<F, MinOp>::run(args...);
+    default: return Loop<F, SumOp>::run(args...);  // sum, and avg (sum, then the post-division)
   }
 }
 
-template <template <class, class> class Loop, class R>
-__device__ __forceinline__ R byType(int type, int op, const Moves& m, const LaneCtx& lane) {
+template <template <class, class> class Loop, class R, class... Args>
+__device__ __forceinline__ R byType(int type, int op, Args... args) {
   switch (type) {  // braidDataType_t
-    case 0: return byOp<Loop, R, Plain<int8_t, int8_t>>(op, m, lane);
-    case 1: return byOp<Loop, R, Plain<uint8_t, uint8_t>>(op, m, lane);
-    case 2: return byOp<Loop, R, Plain<int32_t, int32_t>>(op, m, lane);
-    case 3: return byOp<Loop, R, Plain<uint32_t, uint32_t>>(op, m, lane);
-    case 4: return byOp<Loop, R, Plain<int64_t, int64_t>>(op, m, lane);
-    case 5: return byOp<Loop, R, Plain<uint64_t, uint64_t>>(op, m, lane);
-    case 6: return byOp<Loop, R, HalfFmt>(op, m, lane);
-    case 8: return byOp<Loop, R, Plain<double, double>>(op, m, lane);
-    case 9: return byOp<Loop, R, Bf16Fmt>(op, m, lane);
-    case 10: return byOp<Loop, R, E4m3Fmt>(op, m, lane);
-    case 11: return byOp<Loop, R, E5m2Fmt>(op, m, lane);
-    default: return byOp<Loop, R, Plain<float, float>>(op, m, lane);
+    case 0: return byOp<Loop, R, Plain<int8_t, int8_t>>(op, args...);
+    case 1: return byOp<Loop, R, Plain<uint8_t, uint8_t>>(op, args...);
+    case 2: return byOp<Loop, R, Plain<int32_t, int32_t>>(op, args...);
+    case 3: return byOp<Loop, R, Plain<uint32_t, uint32_t>>(op, args...);
+    case 4: return byOp<Loop, R, Plain<int64_t, int64_t>>(op, args...);
+    case 5: return byOp<Loop, R, Plain<uint64_t, uint64_t>>(op, args...);
+    case 6: return byOp<Loop, R, HalfFmt>(op, args...);
+    case 8: return byOp<Loop, R, Plain<double, double>>(op, args...);
+    case 9: return byOp<Loop, R, Bf16Fmt>(op, args...);
+    case 10: return byOp<Loop, R, E4m3Fmt>(op, args...);
+    case 11: return byOp<Loop, R, E5m2Fmt>(op, args...);
+    default: return byOp<Loop, R, Plain<float, float>>(op, args...);
   }
 }
 
 template <class F, class Op>
 struct SimpleLoop {
-  static __device__ __forceinline__ bool run(const Moves& m, const LaneCtx& lane) {
-    simpleLoop<F, Op>(m, lane);
+  static __device__ __forceinline__ bool run(const Moves* m, const LaneCtx* lane) {
+    simpleLoop<F, Op>(*m, *lane);
     return true;
   }
 };
 
 template <class F, class Op>
-struct LlLoop {
-  static __device__ __forceinline__ bool run(const Moves& m, const LaneCtx& lane) { return llLoop<F, Op>(m, lane); }
+struct CombineWord {
+  static __device__ __forceinline__ uint64_t run(uint64_t a, uint64_t b) { return reduceUnit<F, Op>(a, b); }
 };
+
+__device__ __noinline__ uint64_t combineWord(uint64_t a, uint64_t b, int type, int op) {
+  return byType<CombineWord, uint64_t>(type, op, a, b);
+}
+
+template <class F, class Op>
+struct DivideWord {
+  static __device__ __forceinline__ uint64_t run(uint64_t a, int divisor) { return divideUnit<F>(a, divisor); }
+};
+
+__device__ __noinline__ uint64_t divideWord(uint64_t a, int type, int divisor) {
+  return byType<DivideWord, uint64_t>(type, 0 /* sum: the op does not matter */, a, divisor);
+}
 
 }  // namespace
 
 template <Proto P>
 __device__ __noinline__ bool moveData(const Moves& m, int type, int op, const LaneCtx& lane) {
   if constexpr (P == Proto::kSimple) {
-    return byType<SimpleLoop, bool>(type, op, m, lane);
+    return byType<SimpleLoop, bool>(type, op, &m, &lane);
   } else {
-    return byType<LlLoop, bool>(type, op, m, lane);
+    return llLoop(m, type, op, lane);
   }
 }
 

@@ -35,6 +35,7 @@ __device__ __forceinline__ void storeVolatile64(uint64_t* p, uint64_t v) { *stat
 // see what the writer published before the counter (Simple's data); otherwise a plain poll.
 __device__ __forceinline__ bool waitAtLeast(const uint64_t* p, uint64_t target, bool acquire,
                                             const volatile int* abortFlag) {
+  if (target == 0) return true;  // a slot never used yet: nothing to wait for, no load
   int spins = 0;
   while ((acquire ? loadAcquire(p) : loadVolatile64(p)) < target) {
     if (++spins == 4096) {
@@ -96,20 +97,7 @@ class DevicePrims {
  private:
   __device__ const char* input(size_t off) const { return static_cast<const char*>(a_.input) + off * elemSize(); }
   __device__ char* output(size_t off) const { return static_cast<char*>(a_.output) + off * elemSize(); }
-  __device__ size_t elemSize() const {
-    switch (a_.type) {
-      case 0:
-      case 1:
-      case 10:
-      case 11: return 1;
-      case 6:
-      case 9: return 2;
-      case 4:
-      case 5:
-      case 8: return 8;
-      default: return 4;
-    }
-  }
+  __device__ size_t elemSize() const { return elemSizeOf(a_.type); }
   __device__ size_t slotOffset(uint64_t step) const {
     size_t slot = static_cast<size_t>(step % kSteps);
     return P == Proto::kSimple ? slot * a_.simpleSlotBytes : slot * a_.llSlotLines * kLlLineBytes;

@@ -20,7 +20,11 @@ constexpr Constant kSimpleHopFactor = {2.0,
                                        "measured: the head/tail handshake is a flag round trip, 1.38 us over NVLink "
                                        "= 2 x the 0.69 us one-way flag (PERFORMANCE.md)"};
 constexpr Constant kSimpleHopExtraUs = {0.5, "estimate: a memory fence before each tail update"};
-constexpr Constant kLlEfficiency = {0.5, "LL: 8 data bytes in every 16-byte store (the other 8 are flags)"};
+constexpr Constant kLlEfficiency = {
+    0.1,
+    "measured: braid's LL ring all-reduce of 4 MB on 30 channels moved 48 GB/s on 2 x "
+    "H200, a tenth of Simple's per-channel rate (16 GB/s); half of each 16-byte store is "
+    "flags and every line is polled (bench/NOTES.md)"};
 constexpr Constant kLl128Efficiency = {120.0 / 128.0, "LL128: 120 data bytes per 128-byte line"};
 constexpr Constant kSimpleEfficiency = {1.0, "Simple: whole slots of data"};
 constexpr Constant kGpuReduceGBs = {2800.0,
