@@ -37,7 +37,7 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
 
 // Send, receive and all-to-all: checked like collectives, then run as point-to-point messages.
 braidResult_t pointToPoint(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle,
-                           bool isAllToAll, bool isSend) {
+                           bool isAllToAll, bool isSend, braidStream_t stream) {
   return guard(function, [&]() -> Status {
     std::shared_ptr<core::Comm> comm;
     BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
@@ -49,6 +49,7 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const C
       r.count = args.count;
       r.type = args.type;
       r.peer = args.rootOrPeer;
+      r.stream = stream;
       return core::runOrDeferP2p(comm, r);
     }
     // All-to-all: one send and one receive per peer. In place, the input is staged first, since a
@@ -56,6 +57,9 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const C
     size_t block = args.count * core::typeSize(args.type);
     const char* send = static_cast<const char*>(args.sendbuff);
     std::shared_ptr<void> staging;
+    if (args.sendbuff == args.recvbuff && block > 0 && comm->cudaDevice() >= 0) {
+      return invalidUsage("in-place all-to-all on a GPU communicator is not supported yet: pass separate buffers");
+    }
     if (args.sendbuff == args.recvbuff && block > 0) {
       auto copy = std::make_shared<std::vector<char>>(send, send + block * comm->nranks());
       send = copy->data();
@@ -73,6 +77,7 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const C
       s.count = r.count = args.count;
       s.type = r.type = args.type;
       s.peer = r.peer = q;
+      s.stream = r.stream = stream;
       s.keepAlive = staging;
       st = core::runOrDeferP2p(comm, s);
       if (st.isOk()) st = core::runOrDeferP2p(comm, r);
@@ -157,24 +162,26 @@ braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count, 
   CollShape s;
   s.perRankSend = true;
   s.perRankRecv = true;
-  return pointToPoint("braidAllToAll", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, 0), comm, true,
-                      false);
+  return pointToPoint("braidAllToAll", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, 0), comm, true, false,
+                      stream);
 }
 
 braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer, braidComm_t comm,
-                        braidStream_t) {
+                        braidStream_t stream) {
   CollShape s;
   s.hasRecv = false;
   s.hasPeer = true;
-  return pointToPoint("braidSend", s, makeArgs(sendbuff, nullptr, count, datatype, braidSum, peer), comm, false, true);
+  return pointToPoint("braidSend", s, makeArgs(sendbuff, nullptr, count, datatype, braidSum, peer), comm, false, true,
+                      stream);
 }
 
 braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer, braidComm_t comm,
-                        braidStream_t) {
+                        braidStream_t stream) {
   CollShape s;
   s.hasSend = false;
   s.hasPeer = true;
-  return pointToPoint("braidRecv", s, makeArgs(nullptr, recvbuff, count, datatype, braidSum, peer), comm, false, false);
+  return pointToPoint("braidRecv", s, makeArgs(nullptr, recvbuff, count, datatype, braidSum, peer), comm, false, false,
+                      stream);
 }
 
 braidResult_t braidGroupStart(void) {

@@ -269,15 +269,39 @@ double Comm::estimateUs(const P2pRequest& request) const {
 
 Status Comm::p2p(const std::vector<P2pRequest>& requests) {
   BRAID_RETURN_IF_ERROR(checkUsable());
-  if (host_ == nullptr) {
-    return invalidUsage("send/recv on CUDA device memory is not available yet; use a host communicator");
-  }
   std::unique_lock<std::mutex> checked(checkMu_, std::defer_lock);
   if (checkCalls_) {
     checked.lock();
     BRAID_RETURN_IF_ERROR(checkSendRecv(*bootstrap_, requests, ++callSeq_));
   }
+  if (gpu_ != nullptr) return runGpuP2p(requests);
   return failOnRemoteError(host_->runP2p(requests));
+}
+
+// A group's sends and receives on a GPU: one kernel on the group's stream, messages as byte ranges
+// from the lowest send and the lowest receive address.
+Status Comm::runGpuP2p(const std::vector<P2pRequest>& requests) {
+  if (requests.empty()) return Status::ok();
+  void* stream = requests.front().stream;
+  uintptr_t sendBase = UINTPTR_MAX, recvBase = UINTPTR_MAX;
+  for (const P2pRequest& r : requests) {
+    if (r.stream != stream) {
+      return invalidUsage("the sends and receives of one group on a GPU communicator must use one stream");
+    }
+    uintptr_t a = reinterpret_cast<uintptr_t>(r.buffer);
+    if (r.count == 0) continue;
+    uintptr_t& base = r.isSend ? sendBase : recvBase;
+    base = std::min(base, a);
+  }
+  std::vector<algo::P2pOp> sends, recvs;
+  for (const P2pRequest& r : requests) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(r.buffer);
+    size_t bytes = r.count * typeSize(r.type);
+    algo::P2pOp op{r.peer, bytes ? a - (r.isSend ? sendBase : recvBase) : 0, bytes};
+    (r.isSend ? sends : recvs).push_back(op);
+  }
+  return gpu_->runP2p(std::move(sends), std::move(recvs), reinterpret_cast<const void*>(sendBase),
+                      reinterpret_cast<void*>(recvBase), stream);
 }
 
 Status Comm::checkUsable() const {

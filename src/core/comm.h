@@ -92,6 +92,7 @@ class Comm {
   Status planGpu();
   Status connectGpu();
   Status runGpu(const CollRequest& request);
+  Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status failOnRemoteError(Status s);
   void runInit(const bootstrap::UniqueIdBytes& id);
 

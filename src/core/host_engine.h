@@ -47,6 +47,7 @@ struct P2pRequest {
   size_t count = 0;
   braidDataType_t type = braidFloat32;
   int peer = 0;
+  void* stream = nullptr;           // cudaStream_t of a GPU communicator's call
   std::shared_ptr<void> keepAlive;  // a staging copy that must live until the call ran
 };
 

@@ -68,11 +68,20 @@ struct KernelArgs {
   size_t simpleSlotBytes = 0;
   int llSlotLines = 0;
   const volatile int* abortFlag = nullptr;  // mapped host memory: set by braidCommAbort
-  // Point-to-point: per channel nothing extra; the lanes read these device arrays.
-  const algo::P2pOp* p2pSends = nullptr;
-  int nP2pSends = 0;
-  const algo::P2pOp* p2pRecvs = nullptr;
-  int nP2pRecvs = 0;
+};
+
+/// Most sends (and most receives) one send/recv kernel carries: a group's messages travel in the
+/// kernel's parameter, so a CUDA graph replays them without any host memory.
+constexpr int kMaxP2pOps = 32;
+
+/// The send/recv kernel's parameter: lane 0 sends, lane 1 receives; offsets and counts in bytes
+/// from input (sends) and output (receives).
+struct P2pKernelArgs {
+  KernelArgs base;
+  int nSends = 0;
+  int nRecvs = 0;
+  algo::P2pOp sends[kMaxP2pOps];
+  algo::P2pOp recvs[kMaxP2pOps];
 };
 
 /// Which kernel: the collective (or point-to-point) and the algorithm.
@@ -92,6 +101,8 @@ enum class KernelKind : int {
 /// Launches kernel `kind` with protocol `proto`: `channels` CTAs of nLanes x laneThreads threads
 /// on `stream` (a cudaStream_t). Returns the cudaError_t of the launch.
 int launchKernel(KernelKind kind, Proto proto, int channels, const KernelArgs& args, void* stream);
+/// The same for the send/recv kernel (two lanes).
+int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream);
 
 /// The kernel's name as profilers show it: "braid_AllReduce_Ring_LL".
 const char* kernelName(KernelKind kind, Proto proto);

@@ -35,12 +35,21 @@ __device__ __forceinline__ void runKernel(const KernelArgs& a) {
     algo::ringAllGather(b, w);
   } else if constexpr (K == KernelKind::kReduceScatterRing) {
     algo::ringReduceScatter(b, w);
-  } else if constexpr (K == KernelKind::kSendRecv) {
-    if (lane == 0)
-      algo::p2pSendLane(b, w, a.p2pSends, a.nP2pSends);
-    else
-      algo::p2pRecvLane(b, w, a.p2pRecvs, a.nP2pRecvs);
   }
+}
+
+template <Proto P>
+__device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
+  const KernelArgs& a = p.base;
+  const int lane = threadIdx.x / a.laneThreads;
+  LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag};
+  algo::WorkArgs w = a.work;
+  w.channel = blockIdx.x;
+  DeviceBackend<P> b{a, ctx, w.channel};
+  if (lane == 0)
+    algo::p2pSendLane(b, w, p.sends, p.nSends);
+  else
+    algo::p2pRecvLane(b, w, p.recvs, p.nRecvs);
 }
 
 // One translation unit per protocol, each with its own copy of the data-movement loops: the two
@@ -59,7 +68,10 @@ __device__ __forceinline__ void runKernel(const KernelArgs& a) {
   BRAID_KERNEL(braid_Reduce_Ring_##suffix, KernelKind::kReduceRing)                                                \
   BRAID_KERNEL(braid_AllGather_Ring_##suffix, KernelKind::kAllGatherRing)                                          \
   BRAID_KERNEL(braid_ReduceScatter_Ring_##suffix, KernelKind::kReduceScatterRing)                                  \
-  BRAID_KERNEL(braid_SendRecv_##suffix, KernelKind::kSendRecv)                                                     \
+  __global__ void __launch_bounds__(kMaxBlockThreads)                                                              \
+      braid_SendRecv_##suffix(const __grid_constant__ P2pKernelArgs a) {                                           \
+    runSendRecv<BRAID_PROTO>(a);                                                                                   \
+  }                                                                                                                \
   const KernelRef kKernels##suffix[] = {                                                                           \
       {reinterpret_cast<const void*>(braid_AllReduce_Ring_##suffix), "braid_AllReduce_Ring_" #suffix},             \
       {reinterpret_cast<const void*>(braid_AllReduce_Tree_##suffix), "braid_AllReduce_Tree_" #suffix},             \

@@ -20,6 +20,13 @@ int launchKernel(KernelKind kind, Proto proto, int channels, const KernelArgs& a
                                            static_cast<cudaStream_t>(stream)));
 }
 
+int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream) {
+  void* params[] = {const_cast<P2pKernelArgs*>(&args)};
+  return static_cast<int>(cudaLaunchKernel(kernelFor(KernelKind::kSendRecv, proto).fn, dim3(channels),
+                                           dim3(2 * args.base.laneThreads), params, 0,
+                                           static_cast<cudaStream_t>(stream)));
+}
+
 const char* kernelName(KernelKind kind, Proto proto) { return kernelFor(kind, proto).name; }
 
 }  // namespace braid::device

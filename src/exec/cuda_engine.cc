@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 #include <tuple>
 
 #include "algo/doubling.h"
+#include "algo/p2p.h"
 #include "core/log.h"
 
 namespace braid::exec {
@@ -51,9 +53,18 @@ constexpr size_t kSimpleOff = 384;
 
 constexpr int kConnIds[] = {algo::kConnRing, algo::kConnTree0, algo::kConnTree1, algo::kConnDoubling};
 
-// The peers `rank` exchanges data with on connection id `k` (both directions).
+// Channels that carry send/recv: a message of a few MB fills them, and each holds a FIFO to every rank.
+constexpr int kMaxP2pChannels = 16;
+
+// The peers `rank` exchanges data with on connection id `k` (both directions). Send/recv reaches
+// every rank, itself included (a message to itself goes through its own FIFO).
 std::vector<int> neighbours(const algo::Geometry& g, int rank, int k) {
   const int n = static_cast<int>(g.ringOrder.size());
+  if (k == algo::kConnP2p) {
+    std::vector<int> all(n);
+    for (int q = 0; q < n; ++q) all[q] = q;
+    return all;
+  }
   std::set<int> peers;
   if (n > 1 && k == algo::kConnRing) {
     int pos = g.posOf[rank];
@@ -105,10 +116,17 @@ struct CudaEngine::State {
   void* lastStream = nullptr;
   std::mutex mu;  // one launch at a time
 
+  int p2pChannels() const { return std::min(o.channels, kMaxP2pChannels); }
+  // The connection ids channel c holds.
+  std::vector<int> connIdsOf(int c) const {
+    std::vector<int> ids(std::begin(kConnIds), std::end(kConnIds));
+    if (c < p2pChannels()) ids.push_back(algo::kConnP2p);
+    return ids;
+  }
   ArenaLayout layoutOf(int rank) const {
     ArenaLayout l;
     for (int c = 0; c < o.channels; ++c) {
-      for (int k : kConnIds) {
+      for (int k : connIdsOf(c)) {
         for (int q : neighbours(o.geometry, rank, k)) {
           l.blocks[{c, k, q}] = l.bytes;
           l.bytes += blockBytes;
@@ -189,9 +207,10 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
   s.ipcOpened.assign(n, false);
   s.peerBases[me] = s.arena;
   std::set<int> peers;
-  for (int k : kConnIds) {
+  for (int k : s.connIdsOf(0)) {
     for (int q : neighbours(s.o.geometry, me, k)) peers.insert(q);
   }
+  peers.erase(me);
   std::map<int, std::string> path;
   for (int q : peers) {
     const CudaExport& e = all[q];
@@ -232,7 +251,7 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
   // The table: for each (channel, connId, peer), both ends as this rank sees them.
   std::vector<PeerConn> table(static_cast<size_t>(s.o.channels) * algo::kNumConnIds * n);
   for (int c = 0; c < s.o.channels; ++c) {
-    for (int k : kConnIds) {
+    for (int k : s.connIdsOf(c)) {
       for (int q : neighbours(s.o.geometry, me, k)) {
         char* mine = s.block(me, c, k, q);
         char* theirs = s.block(q, c, k, me);
@@ -309,52 +328,103 @@ const char* shortOp(braidRedOp_t op) {
 
 }  // namespace
 
+// Fills what every kernel of this rank needs; `shape` gets its channel count bounded and its chunk set
+// to the protocol's slot.
+device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type,
+                                          braidRedOp_t op) const {
+  const State& s = *s_;
+  shape->chunkElems = slotElems(s.o, proto, elemSizeOf(type));
+  device::KernelArgs a;
+  a.work = algo::workFor(s.o.geometry, s.o.rank, 0, *shape);
+  a.work.ring.order = s.ringOrder;
+  a.type = type;
+  a.op = op;
+  a.conns = s.table;
+  a.simpleSlotBytes = s.o.simpleSlotBytes;
+  a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);
+  a.abortFlag = s.abortDevice;
+  // LL runs half the threads: its steps synchronise more often than they move data (measured,
+  // bench/NOTES.md).
+  const int threads = proto == device::Proto::kLL ? std::max(64, s.o.threads / 2) : s.o.threads;
+  a.nLanes = shape->coll == algo::Coll::kNumColls ? 2 : algo::numLanes(shape->algo);
+  a.laneThreads = std::min(threads, device::kMaxBlockThreads / a.nLanes) / 32 * 32;
+  return a;
+}
+
+// Launches on `stream` after the previous call of this communicator (another stream waits for it
+// through an event, except while capturing), inside an NVTX range named `range`.
+Status CudaEngine::launch(void* stream, const char* range, const std::function<int()>& launchFn) {
+  State& s = *s_;
+  auto cs = static_cast<cudaStream_t>(stream);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamIsCapturing", cudaStreamIsCapturing(cs, &capture)));
+  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  // Calls of one communicator run in call order even on different streams: their FIFO steps must.
+  if (!capturing && s.lastStream != nullptr && s.lastStream != stream) {
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent", cudaStreamWaitEvent(cs, s.lastDone, 0)));
+  }
+  nvtxRangePushA(range);
+  int err = launchFn();
+  nvtxRangePop();
+  BRAID_RETURN_IF_ERROR(cudaCheck(range, static_cast<cudaError_t>(err)));
+  if (!capturing) {
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventRecord", cudaEventRecord(s.lastDone, cs)));
+    s.lastStream = stream == nullptr ? reinterpret_cast<void*>(1) : stream;
+  }
+  BRAID_TRACE(log::Subsys::kColl, range);
+  return Status::ok();
+}
+
 Status CudaEngine::run(const CudaCall& call) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
   algo::CallShape shape = call.shape;
   shape.nChannels = std::clamp(shape.nChannels, 1, s.o.channels);
-  shape.chunkElems = slotElems(s.o, call.proto, elemSizeOf(call.type));
-  device::KernelArgs a;
-  a.work = algo::workFor(s.o.geometry, s.o.rank, 0, shape);
-  a.work.ring.order = s.ringOrder;
+  device::KernelArgs a = kernelArgs(&shape, call.proto, call.type, call.op);
   a.input = call.input;
   a.output = call.output;
-  a.type = call.type;
-  a.op = call.op;
-  a.nLanes = algo::numLanes(shape.algo);
-  // LL runs half the threads: its steps synchronise more often than they move data (measured,
-  // bench/NOTES.md).
-  const int threads = call.proto == device::Proto::kLL ? std::max(64, s.o.threads / 2) : s.o.threads;
-  a.laneThreads = std::min(threads, device::kMaxBlockThreads / a.nLanes) / 32 * 32;
-  a.conns = s.table;
-  a.simpleSlotBytes = s.o.simpleSlotBytes;
-  a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);
-  a.abortFlag = s.abortDevice;
   const device::KernelKind kind = kernelKind(shape.coll, shape.algo);
-  auto stream = static_cast<cudaStream_t>(call.stream);
-
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamIsCapturing", cudaStreamIsCapturing(stream, &capture)));
-  const bool capturing = capture != cudaStreamCaptureStatusNone;
-  // Calls of one communicator run in call order even on different streams: their FIFO steps must.
-  if (!capturing && s.lastStream != nullptr && s.lastStream != call.stream) {
-    BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent", cudaStreamWaitEvent(stream, s.lastDone, 0)));
-  }
   char range[160];
   std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, call.proto),
                 shortType(call.type), shortOp(call.op), shape.count, shape.nChannels);
-  nvtxRangePushA(range);
-  int err = device::launchKernel(kind, call.proto, shape.nChannels, a, call.stream);
-  nvtxRangePop();
-  BRAID_RETURN_IF_ERROR(cudaCheck(device::kernelName(kind, call.proto), static_cast<cudaError_t>(err)));
-  if (!capturing) {
-    BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventRecord", cudaEventRecord(s.lastDone, stream)));
-    s.lastStream = call.stream == nullptr ? reinterpret_cast<void*>(1) : call.stream;
+  return launch(call.stream, range,
+                [&] { return device::launchKernel(kind, call.proto, shape.nChannels, a, call.stream); });
+}
+
+Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase,
+                          void* recvBase, void* stream) {
+  State& s = *s_;
+  if (sends.size() > device::kMaxP2pOps || recvs.size() > device::kMaxP2pOps) {
+    return invalidUsage("a group on a GPU communicator may hold at most " + std::to_string(device::kMaxP2pOps) +
+                        " sends and " + std::to_string(device::kMaxP2pOps) + " receives (this one: " +
+                        std::to_string(sends.size()) + " and " + std::to_string(recvs.size()) + ")");
   }
-  BRAID_TRACE(log::Subsys::kColl, range);
-  return Status::ok();
+  std::lock_guard<std::mutex> lock(s.mu);
+  DeviceScope scope(s.o.device);
+  algo::orderP2p(s.o.rank, s.o.nranks, &sends, &recvs);
+  size_t largest = 0;
+  for (const auto* list : {&sends, &recvs}) {
+    for (const algo::P2pOp& op : *list) largest = std::max(largest, op.count);
+  }
+  // LL for small messages, Simple otherwise; a channel per 256 KB of the largest message (the
+  // collectives' Simple figure in src/tune), at most kMaxP2pChannels.
+  const device::Proto proto = largest <= 64 * 1024 ? device::Proto::kLL : device::Proto::kSimple;
+  algo::CallShape shape;
+  shape.coll = algo::Coll::kNumColls;  // marks send/recv: two lanes
+  shape.nChannels = static_cast<int>(std::clamp<size_t>(largest / (256 * 1024), 1, s.p2pChannels()));
+  device::P2pKernelArgs p;
+  p.base = kernelArgs(&shape, proto, braidUint8, braidSum);
+  p.base.input = sendBase;
+  p.base.output = recvBase;
+  p.nSends = static_cast<int>(sends.size());
+  p.nRecvs = static_cast<int>(recvs.size());
+  std::copy(sends.begin(), sends.end(), p.sends);
+  std::copy(recvs.begin(), recvs.end(), p.recvs);
+  char range[160];
+  std::snprintf(range, sizeof(range), "%s %d send(s) %d recv(s) largest %zu B ch %d",
+                device::kernelName(device::KernelKind::kSendRecv, proto), p.nSends, p.nRecvs, largest, shape.nChannels);
+  return launch(stream, range, [&] { return device::launchP2pKernel(proto, shape.nChannels, p, stream); });
 }
 
 void CudaEngine::abort() {

@@ -10,11 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "algo/geometry.h"
+#include "algo/p2p.h"
 #include "braid/braid.h"
 #include "core/status.h"
 #include "device/device_work.h"
@@ -70,6 +72,11 @@ class CudaEngine {
   /// Queues `call` on its stream; returns once launched.
   Status run(const CudaCall& call);
 
+  /// Queues a group's sends and receives as one kernel on `stream`: offsets and counts in bytes from
+  /// sendBase and recvBase (at most device::kMaxP2pOps of each).
+  Status runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase, void* recvBase,
+                void* stream);
+
   /// Makes every kernel of this rank that waits on a peer give up (braidCommAbort).
   void abort();
 
@@ -78,6 +85,9 @@ class CudaEngine {
  private:
   struct State;
   explicit CudaEngine(std::unique_ptr<State> state);
+  device::KernelArgs kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type,
+                                braidRedOp_t op) const;
+  Status launch(void* stream, const char* range, const std::function<int()>& launchFn);
   std::unique_ptr<State> s_;
 };
 

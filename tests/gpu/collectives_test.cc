@@ -9,6 +9,7 @@
 // on both sides.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -319,6 +320,71 @@ TEST_P(GpuCollectives, GraphCaptureAndReplay) {
     }
     for (auto g : graphs) cudaGraphExecDestroy(g);
   }
+}
+
+// Send/recv on GPU buffers: a ring shift (each rank to the next) and an exchange with every rank
+// (all-to-all, which includes a message to oneself), each checked byte for byte.
+TEST_P(GpuCollectives, SendRecvAndAllToAll) {
+  if (!ringOnly() || std::string(GetParam().protocol) != "simple")
+    GTEST_SKIP() << "send/recv has its own protocol choice";
+  World w(options());
+  ASSERT_EQ(w.error, "");
+  const int n = w.size();
+  for (braidDataType_t type : {braidFloat32, braidInt8}) {
+    for (size_t count : {size_t{1}, size_t{1023}, size_t{(1u << 20) + 3}}) {
+      const size_t es = core::typeSize(type), bytes = count * es;
+      std::vector<std::vector<unsigned char>> in(n);
+      std::vector<std::unique_ptr<DeviceBuffer>> send, recv, shiftOut;
+      for (int r = 0; r < n; ++r) {
+        fillInput(&in[r], count * n, type, r, 7);
+        send.push_back(std::make_unique<DeviceBuffer>(w.devices[r], bytes * n));
+        recv.push_back(std::make_unique<DeviceBuffer>(w.devices[r], bytes * n));
+        shiftOut.push_back(std::make_unique<DeviceBuffer>(w.devices[r], bytes));
+        cudaSetDevice(w.devices[r]);
+        cudaMemcpy(send[r]->ptr, in[r].data(), bytes * n, cudaMemcpyHostToDevice);
+        cudaMemset(recv[r]->ptr, kPoison, bytes * n);
+        cudaMemset(shiftOut[r]->ptr, kPoison, bytes);
+      }
+      // Ring shift: rank r sends its first block to r+1 and receives r-1's.
+      ASSERT_EQ(braidGroupStart(), braidSuccess);
+      for (int r = 0; r < n; ++r) {
+        braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[r]);
+        ASSERT_EQ(braidSend(send[r]->ptr, count, type, (r + 1) % n, w.comms[r], s), braidSuccess)
+            << braidGetLastError();
+        ASSERT_EQ(braidRecv(shiftOut[r]->ptr, count, type, (r + n - 1) % n, w.comms[r], s), braidSuccess)
+            << braidGetLastError();
+      }
+      ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+      // All-to-all: block q of rank r's input lands in block r of rank q's output.
+      ASSERT_EQ(braidGroupStart(), braidSuccess);
+      for (int r = 0; r < n; ++r) {
+        ASSERT_EQ(braidAllToAll(send[r]->ptr, recv[r]->ptr, count, type, w.comms[r],
+                                reinterpret_cast<braidStream_t>(w.streams[r])),
+                  braidSuccess)
+            << braidGetLastError();
+      }
+      ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+      ASSERT_TRUE(w.sync()) << w.error;
+      for (int r = 0; r < n; ++r) {
+        std::vector<unsigned char> shift(bytes), all(bytes * n);
+        cudaSetDevice(w.devices[r]);
+        cudaMemcpy(shift.data(), shiftOut[r]->ptr, bytes, cudaMemcpyDeviceToHost);
+        cudaMemcpy(all.data(), recv[r]->ptr, bytes * n, cudaMemcpyDeviceToHost);
+        const std::vector<unsigned char>& from = in[(r + n - 1) % n];
+        EXPECT_TRUE(std::equal(shift.begin(), shift.end(), from.begin()))
+            << "shift into rank " << r << " count " << count;
+        for (int q = 0; q < n; ++q) {
+          EXPECT_TRUE(std::equal(all.begin() + q * bytes, all.begin() + (q + 1) * bytes, in[q].begin() + r * bytes))
+              << "all-to-all block from rank " << q << " at rank " << r << " count " << count;
+        }
+      }
+    }
+  }
+  // In place is refused on GPUs, with a message.
+  DeviceBuffer buf(w.devices[0], 4 * n);
+  EXPECT_EQ(braidAllToAll(buf.ptr, buf.ptr, 1, braidFloat32, w.comms[0], reinterpret_cast<braidStream_t>(w.streams[0])),
+            braidInvalidUsage);
+  EXPECT_NE(std::string(braidGetLastError()).find("in-place all-to-all"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(
