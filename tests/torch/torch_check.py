@@ -6,7 +6,7 @@ Run under torchrun with braid's library loaded ahead of the NCCL PyTorch ships:
     torchrun --nproc_per_node 2 tests/torch/torch_check.py          # the same with NCCL, to compare
 
 Each check compares against a value computed in the script. The DDP part trains a small model for a
-few steps with a fixed seed and prints the losses. The same command without LD_PRELOAD prints NCCL's
+300 steps (bucket_cap_mb=25) with a fixed seed and prints the losses. The same command without LD_PRELOAD prints NCCL's
 losses, and the two runs must agree to rounding. Rank 0 prints "torch_check: OK" at the end, and
 which library ran (the NCCL version torch reports, and whether braid's symbols are loaded).
 """
@@ -50,6 +50,13 @@ def main():
     out = torch.empty(1000, device=dev)
     dist.reduce_scatter(out, [torch.full((1000,), float(q + rank), device=dev) for q in range(n)])
     check("reduce_scatter", bool((out == sum(rank + q for q in range(n))).all()))
+    flat = torch.empty(n * 777, device=dev)
+    dist.all_gather_into_tensor(flat, torch.full((777,), float(rank), device=dev))
+    check("all_gather_into_tensor", bool((flat == torch.arange(n, device=dev).repeat_interleave(777)).all()))
+    rs = torch.empty(555, device=dev)
+    dist.reduce_scatter_tensor(rs, torch.arange(n * 555, device=dev, dtype=torch.float32) * (rank + 1))
+    want_rs = torch.arange(rank * 555, rank * 555 + 555, device=dev, dtype=torch.float32) * (n * (n + 1) // 2)
+    check("reduce_scatter_tensor", bool((rs == want_rs).all()))
     a2a = torch.empty(n * 100, device=dev)
     dist.all_to_all_single(a2a, torch.arange(n * 100, device=dev, dtype=torch.float32) + 1000 * rank)
     want = torch.cat([torch.arange(rank * 100, rank * 100 + 100, device=dev, dtype=torch.float32) + 1000 * q
@@ -71,14 +78,15 @@ def main():
         torch.cuda.synchronize()
     kernels = sorted({e.name for e in prof.events() if "braid" in e.name or "nccl" in e.name.lower()})
 
-    # DDP: the same seed on every rank, different data per rank, fixed steps; print the losses.
+    # DDP: the same seed on every rank, different data per rank, 300 steps; print the losses.
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256)).to(dev)
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=1)
+    model = nn.Sequential(nn.Linear(256, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
+                          nn.Linear(2048, 256)).to(dev)
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=25)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     gen = torch.Generator(device="cpu").manual_seed(100 + rank)
     losses = []
-    for _ in range(10):
+    for _ in range(300):
         xb = torch.randn(64, 256, generator=gen).to(dev)
         loss = ((ddp(xb) - xb) ** 2).mean()
         opt.zero_grad()
