@@ -161,13 +161,44 @@ Status Comm::connectGpu() {
   o.threads = static_cast<int>(param::getInt(param::Id::kNThreads));
   o.simpleSlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuSimpleBytes));
   o.llSlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuLlBytes));
+  // Host memory for everyone when any rank asks (BRAID_P2P_DISABLE) or any rank cannot reach a GPU of
+  // its host directly: one exchange of the devices, one of the verdicts.
+  struct Place {
+    int64_t pid;
+    uint64_t host;
+    int32_t device;
+    int32_t hostMemory;
+  };
+  std::vector<Place> places(nranks_);
+  places[rank_] = {static_cast<int64_t>(getpid()), hostHash(), cudaDevice_,
+                   param::getInt(param::Id::kP2pDisable) != 0 ? 1 : 0};
+  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(places.data(), sizeof(Place)).withContext("exchanging GPU places"));
+  for (int r = 0; r < nranks_; ++r) {
+    if (places[r].host == places[rank_].host && !exec::CudaEngine::peerAccess(cudaDevice_, places[r].device)) {
+      places[rank_].hostMemory = 1;
+    }
+  }
+  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(places.data(), sizeof(Place)).withContext("exchanging GPU places"));
+  for (const Place& p : places) o.hostMemory = o.hostMemory || p.hostMemory != 0;
+  if (o.hostMemory) {
+    // Pinned shared memory is scarce (/dev/shm) and slower than NVLink: fewer, smaller FIFOs.
+    o.channels = std::min(o.channels, 2);
+    o.simpleSlotBytes = std::min<size_t>(o.simpleSlotBytes, 128 * 1024);
+    o.llSlotBytes = std::min<size_t>(o.llSlotBytes, 8 * 1024);
+  }
+  o.commKey = idHash_;
   BRAID_RETURN_IF_ERROR(exec::CudaEngine::create(o, &gpu_));
   std::vector<exec::CudaExport> all(nranks_);
   all[rank_] = gpu_->exported();
   all[rank_].host = hostHash();
   BRAID_RETURN_IF_ERROR(
       bootstrap_->allGather(all.data(), sizeof(exec::CudaExport)).withContext("exchanging GPU buffer handles"));
-  return gpu_->connect(all);
+  BRAID_RETURN_IF_ERROR(gpu_->connect(all));
+  // Every rank has mapped its peers' arenas: the shared-memory names can go.
+  std::vector<int> mapped(nranks_, 1);
+  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(mapped.data(), sizeof(int)).withContext("GPU connections"));
+  gpu_->connected();
+  return Status::ok();
 }
 
 Status Comm::runGpu(const CollRequest& r) {

@@ -1,10 +1,13 @@
 #include "exec/cuda_engine.h"
 
 #include <cuda_runtime.h>
+#include <fcntl.h>
 #include <nvtx3/nvToolsExt.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -93,7 +96,36 @@ struct ArenaLayout {
   size_t bytes = 0;
 };
 
+// Maps the shared-memory segment `name` (creating it with `bytes` when `create`), registers it with
+// CUDA as mapped memory, and returns its device address.
+Status mapHostArena(const std::string& name, size_t bytes, bool create, std::vector<std::pair<void*, size_t>>* maps,
+                    char** device) {
+  int fd = shm_open(name.c_str(), create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
+  if (fd < 0) return Status(Code::kSystemError, "shm_open " + name + ": " + std::strerror(errno));
+  if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    shm_unlink(name.c_str());
+    return Status(Code::kSystemError, "ftruncate " + name + ": " + std::strerror(errno));
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return Status(Code::kSystemError, "mmap " + name + ": " + std::strerror(errno));
+  maps->push_back({p, bytes});
+  BRAID_RETURN_IF_ERROR(
+      cudaCheck("cudaHostRegister", cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable)));
+  void* d = nullptr;
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaHostGetDevicePointer", cudaHostGetDevicePointer(&d, p, 0)));
+  *device = static_cast<char*>(d);
+  return Status::ok();
+}
+
 }  // namespace
+
+bool CudaEngine::peerAccess(int a, int b) {
+  if (a == b) return true;
+  int can = 0;
+  return cudaDeviceCanAccessPeer(&can, a, b) == cudaSuccess && can != 0;
+}
 
 size_t slotElems(const CudaEngineOptions& o, device::Proto proto, size_t elemSize) {
   size_t bytes = proto == device::Proto::kLL ? o.llSlotBytes : o.simpleSlotBytes;
@@ -104,9 +136,11 @@ struct CudaEngine::State {
   CudaEngineOptions o;
   size_t blockBytes = 0;
   size_t llOff = 0;
-  std::vector<ArenaLayout> layouts;  // per rank
-  char* arena = nullptr;
-  std::vector<char*> peerBases;  // per rank: its arena mapped here (null if not a neighbour)
+  std::vector<ArenaLayout> layouts;                // per rank
+  char* arena = nullptr;                           // device address (of host memory, with hostMemory)
+  std::string shmName;                             // hostMemory: this rank's segment, until connected() unlinks it
+  std::vector<std::pair<void*, size_t>> hostMaps;  // hostMemory: every mapping (own and peers'), registered
+  std::vector<char*> peerBases;                    // per rank: its arena mapped here (null if not a neighbour)
   std::vector<bool> ipcOpened;
   PeerConn* table = nullptr;  // device
   int* ringOrder = nullptr;   // device
@@ -140,6 +174,13 @@ struct CudaEngine::State {
   }
 };
 
+void CudaEngine::connected() {
+  if (s_ && !s_->shmName.empty()) {
+    shm_unlink(s_->shmName.c_str());
+    s_->shmName.clear();
+  }
+}
+
 CudaEngine::CudaEngine(std::unique_ptr<State> state) : s_(std::move(state)) {}
 
 CudaEngine::~CudaEngine() {
@@ -152,7 +193,15 @@ CudaEngine::~CudaEngine() {
   if (s_->lastDone != nullptr) cudaEventDestroy(s_->lastDone);
   cudaFree(s_->table);
   cudaFree(s_->ringOrder);
-  cudaFree(s_->arena);
+  if (s_->o.hostMemory) {
+    for (auto& m : s_->hostMaps) {
+      cudaHostUnregister(m.first);
+      munmap(m.first, m.second);
+    }
+    if (!s_->shmName.empty()) shm_unlink(s_->shmName.c_str());
+  } else {
+    cudaFree(s_->arena);
+  }
   if (s_->abortHost != nullptr) cudaFreeHost(s_->abortHost);
 }
 
@@ -167,8 +216,16 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   s->blockBytes = (s->llOff + llBytes + 255) / 256 * 256;
   for (int r = 0; r < options.nranks; ++r) s->layouts.push_back(s->layoutOf(r));
   const size_t bytes = std::max<size_t>(s->layouts[options.rank].bytes, 256);
-  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc (connection buffers)", cudaMalloc(&s->arena, bytes)));
-  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemset", cudaMemset(s->arena, 0, bytes)));
+  if (options.hostMemory) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "/braid-gpu-%016llx-%d", static_cast<unsigned long long>(options.commKey),
+                  options.rank);
+    s->shmName = name;
+    BRAID_RETURN_IF_ERROR(mapHostArena(name, bytes, true, &s->hostMaps, &s->arena));  // zeroed by ftruncate
+  } else {
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc (connection buffers)", cudaMalloc(&s->arena, bytes)));
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemset", cudaMemset(s->arena, 0, bytes)));
+  }
   BRAID_RETURN_IF_ERROR(
       cudaCheck("cudaHostAlloc (abort flag)", cudaHostAlloc(&s->abortHost, sizeof(int), cudaHostAllocMapped)));
   *s->abortHost = 0;
@@ -190,6 +247,8 @@ CudaExport CudaEngine::exported() const {
   e.pid = getpid();
   e.device = s_->o.device;
   e.base = reinterpret_cast<uint64_t>(s_->arena);
+  std::snprintf(e.shm, sizeof(e.shm), "%s", s_->shmName.c_str());
+  if (s_->o.hostMemory) return e;
   cudaIpcMemHandle_t h;
   if (cudaIpcGetMemHandle(&h, s_->arena) == cudaSuccess) {
     std::memcpy(e.ipc, &h, sizeof(e.ipc));
@@ -219,15 +278,28 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
                           " is on another host: GPU communicators across hosts need the socket transport for GPU "
                           "buffers, which braid does not have yet");
     }
+    if (s.o.hostMemory) {
+      // Host memory: the same process sees a peer's registered arena at its address; another
+      // process maps the peer's segment and registers it too.
+      if (e.pid == all[me].pid) {
+        s.peerBases[q] = reinterpret_cast<char*>(e.base);
+      } else {
+        BRAID_RETURN_IF_ERROR(mapHostArena(e.shm, s.layouts[q].bytes < 256 ? 256 : s.layouts[q].bytes, false,
+                                           &s.hostMaps, &s.peerBases[q])
+                                  .withContext("mapping rank " + std::to_string(q) + "'s host-memory FIFOs"));
+      }
+      path[q] = "SHM/mapped host memory";
+      continue;
+    }
     if (e.pid == all[me].pid) {
       s.peerBases[q] = reinterpret_cast<char*>(e.base);
       if (e.device != s.o.device) {
         int can = 0;
         cudaDeviceCanAccessPeer(&can, s.o.device, e.device);
         if (!can) {
-          return invalidUsage("CUDA device " + std::to_string(s.o.device) + " cannot access device " +
-                              std::to_string(e.device) + " (rank " + std::to_string(q) +
-                              ") directly; the host-memory fallback is not implemented yet");
+          return internalError("CUDA device " + std::to_string(s.o.device) + " cannot access device " +
+                               std::to_string(e.device) + " (rank " + std::to_string(q) +
+                               ") but the communicator did not choose host memory");
         }
         cudaError_t err = cudaDeviceEnablePeerAccess(e.device, 0);
         if (err != cudaErrorPeerAccessAlreadyEnabled)

@@ -32,6 +32,8 @@ struct CudaEngineOptions {
   size_t simpleSlotBytes = 512 * 1024;  // Simple: data per FIFO slot
   size_t llSlotBytes = 32 * 1024;       // LL: data per FIFO slot (the slot holds twice this)
   algo::Geometry geometry;
+  bool hostMemory = false;  // FIFOs in pinned, mapped shared host memory instead of GPU memory
+  uint64_t commKey = 0;     // names the shared-memory arena (hostMemory)
 };
 
 /// What a peer needs to reach this rank's arena.
@@ -41,6 +43,7 @@ struct CudaExport {
   int32_t device = -1;
   uint64_t base = 0;            // the arena's address in this process
   unsigned char ipc[64] = {0};  // cudaIpcMemHandle_t
+  char shm[48] = {0};           // host-memory arena: its shared-memory name
 };
 
 constexpr device::Proto kProtoSimple = device::Proto::kSimple;
@@ -68,6 +71,12 @@ class CudaEngine {
   /// Maps every neighbour's arena (peer pointers in this process, CUDA IPC in another process of
   /// this host) and uploads the connection table. Logs each ring connection's path at INFO.
   Status connect(const std::vector<CudaExport>& all);
+
+  /// After every rank connected (a bootstrap barrier): removes the host-memory arena's name.
+  void connected();
+
+  /// Whether device `a` can reach device `b`'s memory directly (true for a == b).
+  static bool peerAccess(int a, int b);
 
   /// Queues `call` on its stream; returns once launched.
   Status run(const CudaCall& call);

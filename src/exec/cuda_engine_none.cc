@@ -20,6 +20,8 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp>, std::vector<algo::P2pOp>, co
   return invalidUsage("no CUDA support");
 }
 void CudaEngine::abort() {}
+void CudaEngine::connected() {}
+bool CudaEngine::peerAccess(int, int) { return false; }
 int CudaEngine::channels() const { return 0; }
 
 size_t slotElems(const CudaEngineOptions& options, device::Proto proto, size_t elemSize) {
