@@ -115,6 +115,12 @@ __attribute__((constructor)) void adoptNcclEnvironment() {
     long bytes = std::atol(buff);
     if (bytes > 0 && steps > 0) setenv("BRAID_CHUNK_BYTES", std::to_string(bytes / steps).c_str(), 0);
   }
+  // On GPUs a connection holds 8 Simple slots: the slot is an eighth, rounded to the 4 KiB the
+  // parameter requires and kept in its range (4 KiB .. 4 MiB).
+  if (buff != nullptr && std::getenv("BRAID_GPU_SIMPLE_BYTES") == nullptr) {
+    long slot = std::atol(buff) / 8 / 4096 * 4096;
+    if (slot > 0) setenv("BRAID_GPU_SIMPLE_BYTES", std::to_string(std::min(slot, 4L << 20)).c_str(), 0);
+  }
 }
 
 }  // namespace

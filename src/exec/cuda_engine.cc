@@ -186,7 +186,10 @@ CudaEngine::CudaEngine(std::unique_ptr<State> state) : s_(std::move(state)) {}
 CudaEngine::~CudaEngine() {
   if (!s_) return;
   DeviceScope scope(s_->o.device);
-  cudaDeviceSynchronize();  // kernels still queued may use the buffers (after an abort they exit)
+  // This communicator's kernels may still use the buffers: wait for its last one (calls run in call
+  // order, so the others are done too; after an abort they exit). Not the whole device: other ranks
+  // sharing the GPU may have kernels that wait for their own abort, which comes after this one.
+  if (s_->lastDone != nullptr && s_->lastStream != nullptr) cudaEventSynchronize(s_->lastDone);
   for (size_t r = 0; r < s_->peerBases.size(); ++r) {
     if (s_->ipcOpened[r]) cudaIpcCloseMemHandle(s_->peerBases[r]);
   }

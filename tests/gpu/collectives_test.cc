@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "core/datatype.h"
@@ -444,6 +446,32 @@ TEST(GpuHostMemory, CollectivesOverMappedHostMemory) {
     }
   }
   unsetenv("BRAID_P2P_DISABLE");
+}
+
+// A collective that can never complete (its peer never calls) ends when the communicators are
+// aborted from another thread: the kernel sees the abort flag and returns.
+TEST(GpuAbort, StuckCollectiveEndsOnAbort) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 2;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  DeviceBuffer buf(w.devices[0], 4 << 20);
+  ASSERT_EQ(braidAllReduce(buf.ptr, buf.ptr, 1 << 20, braidFloat32, braidSum, w.comms[0],
+                           reinterpret_cast<braidStream_t>(w.streams[0])),
+            braidSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  cudaSetDevice(w.devices[0]);
+  ASSERT_EQ(cudaStreamQuery(w.streams[0]), cudaErrorNotReady) << "rank 0's all-reduce finished without its peer";
+  auto start = std::chrono::steady_clock::now();
+  std::thread aborter([&] {
+    for (braidComm_t c : w.comms) EXPECT_EQ(braidCommAbort(c), braidSuccess);
+  });
+  aborter.join();
+  ASSERT_EQ(cudaStreamSynchronize(w.streams[0]), cudaSuccess);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(s, 10.0) << "the stuck kernel took " << s << " s to end after the abort";
+  w.comms.assign(2, nullptr);  // aborted: nothing left to destroy
 }
 
 // The largest count of the matrix: 256 MB of float32.
