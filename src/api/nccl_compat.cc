@@ -12,6 +12,7 @@
 #include "api/guard.h"
 #include "braid/braid.h"
 #include "core/group.h"
+#include "exec/cuda_device.h"
 
 namespace {
 
@@ -207,11 +208,18 @@ BRAID_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   return result(braidCommUserRank(toBraid(comm), rank));
 }
 
-BRAID_EXPORT ncclResult_t ncclMemAlloc(void**, size_t) {
-  return unsupported("ncclMemAlloc", "allocate with cudaMalloc (braid needs no special memory)");
+// braid needs no special memory: ncclMemAlloc is cudaMalloc on the current device.
+BRAID_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return fail("ncclMemAlloc", braid::invalidArgument("'ptr' is NULL"));
+  *ptr = nullptr;
+  if (size == 0) return ncclSuccess;
+  braid::Status s = braid::exec::cudaAllocate(size, ptr);
+  return s.isOk() ? ncclSuccess : fail("ncclMemAlloc", s);
 }
-BRAID_EXPORT ncclResult_t ncclMemFree(void*) {
-  return unsupported("ncclMemFree", "memory from cudaMalloc is freed with cudaFree");
+BRAID_EXPORT ncclResult_t ncclMemFree(void* ptr) {
+  if (ptr == nullptr) return ncclSuccess;
+  braid::Status s = braid::exec::cudaRelease(ptr);
+  return s.isOk() ? ncclSuccess : fail("ncclMemFree", s);
 }
 BRAID_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t, void*, size_t, void**) {
   return unsupported("ncclCommRegister", "buffer registration is not available yet; collectives take any buffer");

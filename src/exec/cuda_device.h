@@ -31,4 +31,8 @@ Status cudaCurrentDevice(int* device);
 /// Makes `device` the calling thread's current CUDA device.
 Status cudaSelectDevice(int device);
 
+/// Device memory on the current device (ncclMemAlloc): cudaMalloc and cudaFree, with their errors.
+Status cudaAllocate(size_t bytes, void** out);
+Status cudaRelease(void* p);
+
 }  // namespace braid::exec

@@ -43,4 +43,8 @@ Status cudaCurrentDevice(int* device) { return cudaStatus("cudaGetDevice", cudaG
 
 Status cudaSelectDevice(int device) { return cudaStatus("cudaSetDevice", cudaSetDevice(device)); }
 
+Status cudaAllocate(size_t bytes, void** out) { return cudaStatus("cudaMalloc", cudaMalloc(out, bytes)); }
+
+Status cudaRelease(void* p) { return cudaStatus("cudaFree", cudaFree(p)); }
+
 }  // namespace braid::exec

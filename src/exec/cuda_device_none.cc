@@ -20,4 +20,8 @@ Status cudaSelectDevice(int device) {
                       std::to_string(device));
 }
 
+Status cudaAllocate(size_t, void**) { return invalidUsage("this braid was built without CUDA support"); }
+
+Status cudaRelease(void*) { return invalidUsage("this braid was built without CUDA support"); }
+
 }  // namespace braid::exec

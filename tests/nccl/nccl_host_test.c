@@ -108,9 +108,10 @@ static int runRank(int rank, ncclUniqueId id) {
   }
   /* What braid does not do is an error with a message, never a silent success. */
   {
-    void* p = NULL;
-    if (ncclMemAlloc(&p, 64) == ncclSuccess || strstr(ncclGetLastError(comm), "ncclMemAlloc") == NULL) {
-      fprintf(stderr, "rank %d: ncclMemAlloc did not fail with a message\n", rank);
+    void* handle = NULL;
+    if (ncclCommRegister(comm, send, 64, &handle) == ncclSuccess ||
+        strstr(ncclGetLastError(comm), "ncclCommRegister") == NULL) {
+      fprintf(stderr, "rank %d: ncclCommRegister did not fail with a message\n", rank);
       ++failures;
     }
   }
