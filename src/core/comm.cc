@@ -168,10 +168,18 @@ Status Comm::connectGpu() {
     uint64_t host;
     int32_t device;
     int32_t hostMemory;
+    int32_t sms;  // multiprocessors of the device
+    int32_t pad;
   };
   std::vector<Place> places(nranks_);
-  places[rank_] = {static_cast<int64_t>(getpid()), hostHash(), cudaDevice_,
-                   param::getInt(param::Id::kP2pDisable) != 0 ? 1 : 0};
+  int sm = 0;
+  for (const exec::CudaDeviceInfo& d : exec::cudaDevices()) sm = d.ordinal == cudaDevice_ ? d.multiprocessors : sm;
+  places[rank_] = {static_cast<int64_t>(getpid()),
+                   hostHash(),
+                   cudaDevice_,
+                   param::getInt(param::Id::kP2pDisable) != 0 ? 1 : 0,
+                   sm,
+                   0};
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(places.data(), sizeof(Place)).withContext("exchanging GPU places"));
   for (int r = 0; r < nranks_; ++r) {
     if (places[r].host == places[rank_].host && !exec::CudaEngine::peerAccess(cudaDevice_, places[r].device)) {
@@ -180,6 +188,17 @@ Status Comm::connectGpu() {
   }
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(places.data(), sizeof(Place)).withContext("exchanging GPU places"));
   for (const Place& p : places) o.hostMemory = o.hostMemory || p.hostMemory != 0;
+  // Ranks sharing a GPU (tests on one GPU) only progress if all their CTAs are resident at once:
+  // keep ranks x channels within half the SMs (a 1024-thread CTA may take a whole SM). Every rank
+  // computes the same cap from the same exchanged places, as the arena layout requires.
+  int sharing = 1, sms = 0;
+  for (const Place& p : places) {
+    int same = 0;
+    for (const Place& q : places) same += q.host == p.host && q.device == p.device;
+    sharing = std::max(sharing, same);
+    sms = sms == 0 ? p.sms : std::min(sms, p.sms);
+  }
+  if (sharing > 1 && sms > 0) o.channels = std::max(1, std::min(o.channels, sms / 2 / sharing));
   if (o.hostMemory) {
     // Pinned shared memory is scarce (/dev/shm) and slower than NVLink: fewer, smaller FIFOs.
     o.channels = std::min(o.channels, 2);

@@ -20,6 +20,7 @@ struct CudaDeviceInfo {
   std::string busId;  // as the runtime writes it ("0000:18:00.0")
   int sm = 0;         // compute capability x 10
   std::string name;
+  int multiprocessors = 0;
 };
 
 /// Every usable device; empty without CUDA support, driver or GPU.

@@ -34,7 +34,7 @@ std::vector<CudaDeviceInfo> cudaDevices() {
       (void)cudaGetLastError();
       continue;
     }
-    out.push_back(CudaDeviceInfo{d, bus, prop.major * 10 + prop.minor, prop.name});
+    out.push_back(CudaDeviceInfo{d, bus, prop.major * 10 + prop.minor, prop.name, prop.multiProcessorCount});
   }
   return out;
 }
