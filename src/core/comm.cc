@@ -333,25 +333,13 @@ Status Comm::p2p(const std::vector<P2pRequest>& requests) {
 Status Comm::runGpuP2p(const std::vector<P2pRequest>& requests) {
   if (requests.empty()) return Status::ok();
   void* stream = requests.front().stream;
-  uintptr_t sendBase = UINTPTR_MAX, recvBase = UINTPTR_MAX;
   for (const P2pRequest& r : requests) {
     if (r.stream != stream) {
       return invalidUsage("the sends and receives of one group on a GPU communicator must use one stream");
     }
-    uintptr_t a = reinterpret_cast<uintptr_t>(r.buffer);
-    if (r.count == 0) continue;
-    uintptr_t& base = r.isSend ? sendBase : recvBase;
-    base = std::min(base, a);
   }
-  std::vector<algo::P2pOp> sends, recvs;
-  for (const P2pRequest& r : requests) {
-    uintptr_t a = reinterpret_cast<uintptr_t>(r.buffer);
-    size_t bytes = r.count * typeSize(r.type);
-    algo::P2pOp op{r.peer, bytes ? a - (r.isSend ? sendBase : recvBase) : 0, bytes};
-    (r.isSend ? sends : recvs).push_back(op);
-  }
-  return gpu_->runP2p(std::move(sends), std::move(recvs), reinterpret_cast<const void*>(sendBase),
-                      reinterpret_cast<void*>(recvBase), stream);
+  P2pMessages m = p2pMessages(requests);
+  return gpu_->runP2p(std::move(m.sends), std::move(m.recvs), m.sendBase, m.recvBase, stream);
 }
 
 Status Comm::checkUsable() const {

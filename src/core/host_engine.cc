@@ -219,30 +219,34 @@ Status HostEngine::finish(Status s) {
   return s;
 }
 
-Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
-  // Messages are moved as bytes, at offsets from the lowest send and the lowest receive address.
+P2pMessages p2pMessages(const std::vector<P2pRequest>& requests) {
   uintptr_t sendBase = UINTPTR_MAX, recvBase = UINTPTR_MAX;
   for (const P2pRequest& r : requests) {
     uintptr_t a = reinterpret_cast<uintptr_t>(r.buffer);
     if (r.count == 0) continue;
-    if (r.isSend)
-      sendBase = std::min(sendBase, a);
-    else
-      recvBase = std::min(recvBase, a);
+    uintptr_t& base = r.isSend ? sendBase : recvBase;
+    base = std::min(base, a);
   }
-  std::vector<algo::P2pOp> sends, recvs;
+  P2pMessages m;
   for (const P2pRequest& r : requests) {
     uintptr_t a = reinterpret_cast<uintptr_t>(r.buffer);
     size_t bytes = r.count * typeSize(r.type);
-    if (r.isSend)
-      sends.push_back(algo::P2pOp{r.peer, bytes ? a - sendBase : 0, bytes});
-    else
-      recvs.push_back(algo::P2pOp{r.peer, bytes ? a - recvBase : 0, bytes});
+    algo::P2pOp op{r.peer, bytes ? a - (r.isSend ? sendBase : recvBase) : 0, bytes};
+    (r.isSend ? m.sends : m.recvs).push_back(op);
   }
+  m.sendBase = reinterpret_cast<const char*>(sendBase);
+  m.recvBase = reinterpret_cast<char*>(recvBase);
+  return m;
+}
+
+Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
+  P2pMessages m = p2pMessages(requests);
+  std::vector<algo::P2pOp>& sends = m.sends;
+  std::vector<algo::P2pOp>& recvs = m.recvs;
   std::lock_guard<std::mutex> lock(callMu_);
   exec::HostCall host;
-  host.input = reinterpret_cast<const char*>(sendBase);
-  host.output = reinterpret_cast<char*>(recvBase);
+  host.input = m.sendBase;
+  host.output = m.recvBase;
   host.elemSize = 1;
   host.type = braidUint8;
   host.nranks = nranks_;

@@ -51,6 +51,15 @@ struct P2pRequest {
   std::shared_ptr<void> keepAlive;  // a staging copy that must live until the call ran
 };
 
+/// A group's sends and receives as byte ranges: offsets from the lowest send and the lowest receive
+/// address (the bases), what both engines' point-to-point programs take.
+struct P2pMessages {
+  std::vector<algo::P2pOp> sends, recvs;
+  const char* sendBase = nullptr;
+  char* recvBase = nullptr;
+};
+P2pMessages p2pMessages(const std::vector<P2pRequest>& requests);
+
 class HostEngine {
  public:
   /// Registers this rank's endpoint; called before the bootstrap so peers find it once it completes.

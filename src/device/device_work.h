@@ -20,12 +20,27 @@
 namespace braid::device {
 
 constexpr int kSteps = 8;               // slots per FIFO
-constexpr int kMaxLanes = 4;            // the double binary tree
 constexpr int kMaxBlockThreads = 1024;  // lanes x threads per lane
 constexpr size_t kLlLineBytes = 16;     // one LL store: 8 data bytes and two 4-byte flags
 constexpr size_t kLlDataPerLine = 8;
 
 enum class Proto : int { kSimple = 0, kLL = 1, kNumProtos = 2 };
+
+/// Bytes of one element of braidDataType_t `type` (kernels get the type as an int).
+BRAID_HOST_DEVICE inline size_t elemSizeOf(int type) {
+  switch (type) {
+    case 0:
+    case 1:
+    case 10:
+    case 11: return 1;  // int8, uint8, fp8 e4m3, fp8 e5m2
+    case 6:
+    case 9: return 2;  // float16, bfloat16
+    case 4:
+    case 5:
+    case 8: return 8;  // int64, uint64, float64
+    default: return 4;
+  }
+}
 
 /// The counters and buffers one end of a directed connection uses. Pointers may be remote (peer
 /// memory mapped through P2P or CUDA IPC).

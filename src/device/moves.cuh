@@ -28,7 +28,7 @@ struct Moves {
 struct LaneCtx {
   int tid;  // 0..nthreads-1 within the lane
   int nthreads;
-  int barrier;  // named barrier id of the lane (1..kMaxLanes)
+  int barrier;  // named barrier id of the lane (1..4: the double binary tree has four lanes)
   const volatile int* abortFlag;
 };
 
@@ -69,22 +69,6 @@ __device__ __forceinline__ T loadCg(const void* p) {
     memcpy(&out, &v, 1);
   }
   return out;
-}
-
-/// Bytes of one element of braidDataType_t `type`.
-__device__ __forceinline__ size_t elemSizeOf(int type) {
-  switch (type) {
-    case 0:
-    case 1:
-    case 10:
-    case 11: return 1;
-    case 6:
-    case 9: return 2;
-    case 4:
-    case 5:
-    case 8: return 8;
-    default: return 4;
-  }
 }
 
 __device__ __forceinline__ bool aligned(const void* p, size_t a) {

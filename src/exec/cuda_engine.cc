@@ -376,21 +376,6 @@ device::KernelKind kernelKind(algo::Coll coll, algo::Algo a) {
   }
 }
 
-size_t elemSizeOf(braidDataType_t t) {
-  switch (t) {
-    case braidInt8:
-    case braidUint8:
-    case braidFloat8e4m3:
-    case braidFloat8e5m2: return 1;
-    case braidFloat16:
-    case braidBfloat16: return 2;
-    case braidInt64:
-    case braidUint64:
-    case braidFloat64: return 8;
-    default: return 4;
-  }
-}
-
 const char* shortType(braidDataType_t t) {
   static const char* names[] = {"i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16", "e4m3", "e5m2"};
   return t >= 0 && t < braidNumTypes ? names[t] : "?";
@@ -408,7 +393,7 @@ const char* shortOp(braidRedOp_t op) {
 device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type,
                                           braidRedOp_t op) const {
   const State& s = *s_;
-  shape->chunkElems = slotElems(s.o, proto, elemSizeOf(type));
+  shape->chunkElems = slotElems(s.o, proto, device::elemSizeOf(type));
   device::KernelArgs a;
   a.work = algo::workFor(s.o.geometry, s.o.rank, 0, *shape);
   a.work.ring.order = s.ringOrder;
