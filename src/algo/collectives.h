@@ -9,11 +9,18 @@
 namespace braid::algo {
 
 enum class Coll : int { kAllReduce = 0, kBroadcast, kReduce, kAllGather, kReduceScatter, kNumColls };
-enum class Algo : int { kRing = 0, kTree, kDoubleTree, kDoubling, kNumAlgos };
+// kOneShot is a GPU fast path for small messages of every collective (src/device/oneshot.cuh):
+// every rank stores what each peer needs straight into that peer's buffer as LL lines and combines
+// what it receives, one hop in all. It is not written over Prims, so only
+// the CUDA engine runs it; the tuner offers it on GPU communicators whose ranks all reach each
+// other's memory, up to a size the engine reserves.
+enum class Algo : int { kRing = 0, kTree, kDoubleTree, kDoubling, kOneShot, kNumAlgos };
 
 /// Whether `algo` implements `coll` (broadcast and reduce run as ring chains; trees and recursive
-/// doubling are all-reduce only).
-BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) { return algo == Algo::kRing || coll == Coll::kAllReduce; }
+/// doubling are all-reduce only; the one-shot runs every collective).
+BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) {
+  return algo == Algo::kRing || algo == Algo::kOneShot || coll == Coll::kAllReduce;
+}
 
 BRAID_HOST_DEVICE inline int numLanes(Algo algo) { return algo == Algo::kTree ? 2 : algo == Algo::kDoubleTree ? 4 : 1; }
 

@@ -58,6 +58,7 @@ const char* algoName(Algo algo) {
     case Algo::kTree: return "tree";
     case Algo::kDoubleTree: return "dbtree";
     case Algo::kDoubling: return "doubling";
+    case Algo::kOneShot: return "oneshot";
     default: return "?";
   }
 }

@@ -70,6 +70,19 @@ BRAID_HOST_DEVICE inline size_t connIndex(int channel, int connId, int peer, int
   return (static_cast<size_t>(channel) * algo::kNumConnIds + connId) * nranks + peer;
 }
 
+/// The one-shot algorithm's buffers (oneshot.cuh). Each rank owns a region: a header (one epoch
+/// counter per channel, one "call started" word per rank), then kOneShotParities x nranks blocks of
+/// `lines` LL lines, block (parity, sender) for what `sender` stores there.
+constexpr int kMaxOneShotRanks = 8;
+constexpr int kOneShotParities = 2;
+constexpr int kMaxOneShotChannels = 64;
+constexpr size_t kOneShotHeaderBytes = (kMaxOneShotChannels + kMaxOneShotRanks) * sizeof(uint64_t);
+struct OneShotArgs {
+  char* regions[kMaxOneShotRanks] = {};  // each rank's region as mapped here (this rank's included)
+  size_t lines = 0;                      // lines per block: the largest message / 8 bytes
+  int channels = 0;                      // epoch counters in use (the most channels a call may have)
+};
+
 /// Everything one launch needs; passed by value as the kernel's parameter.
 struct KernelArgs {
   algo::WorkArgs work;  // ring.order points to device memory; channel is set per CTA
@@ -83,6 +96,7 @@ struct KernelArgs {
   size_t simpleSlotBytes = 0;
   int llSlotLines = 0;
   const volatile int* abortFlag = nullptr;  // mapped host memory: set by braidCommAbort
+  OneShotArgs oneShot;
 };
 
 /// Most sends (and most receives) one send/recv kernel carries: a group's messages travel in the
@@ -110,6 +124,11 @@ enum class KernelKind : int {
   kAllGatherRing,
   kReduceScatterRing,
   kSendRecv,
+  kAllReduceOneShot,  // the one-shot kernels run LL only (kernels_ll.cu)
+  kAllGatherOneShot,
+  kReduceScatterOneShot,
+  kBroadcastOneShot,
+  kReduceOneShot,
   kNumKinds
 };
 
@@ -132,8 +151,10 @@ struct KernelRef {
   const char* name;
 };
 
-/// Each protocol's kernels, in KernelKind order (kernels_simple.cu, kernels_ll.cu).
+/// Each protocol's kernels, in KernelKind order up to kSendRecv (kernels_simple.cu, kernels_ll.cu).
 const KernelRef* kernelsSimple();
 const KernelRef* kernelsLL();
+/// A one-shot kernel, kind >= kAllReduceOneShot (kernels_ll.cu).
+const KernelRef& kernelOneShot(KernelKind kind);
 
 }  // namespace braid::device

@@ -7,6 +7,7 @@ namespace braid::device {
 namespace {
 
 const KernelRef& kernelFor(KernelKind kind, Proto proto) {
+  if (kind >= KernelKind::kAllReduceOneShot) return kernelOneShot(kind);
   const KernelRef* table = proto == Proto::kLL ? kernelsLL() : kernelsSimple();
   return table[static_cast<int>(kind)];
 }

@@ -90,11 +90,19 @@ std::vector<int> neighbours(const algo::Geometry& g, int rank, int k) {
   return std::vector<int>(peers.begin(), peers.end());
 }
 
-// Where each (channel, connId, peer) block of one rank's arena starts.
+// Where each (channel, connId, peer) block of one rank's arena starts, and its one-shot region.
 struct ArenaLayout {
   std::map<std::tuple<int, int, int>, size_t> blocks;
+  size_t oneShot = 0;
   size_t bytes = 0;
 };
+
+// The one-shot region (device/oneshot.cuh): a header, then 2 x nranks blocks of 16-byte lines.
+size_t oneShotRegionBytes(const CudaEngineOptions& o) {
+  if (o.oneShotBytes == 0) return 0;
+  return device::kOneShotHeaderBytes +
+         device::kOneShotParities * o.nranks * (o.oneShotBytes / device::kLlDataPerLine) * device::kLlLineBytes;
+}
 
 // Maps the shared-memory segment `name` (creating it with `bytes` when `create`), registers it with
 // CUDA as mapped memory, and returns its device address.
@@ -144,7 +152,8 @@ struct CudaEngine::State {
   std::vector<bool> ipcOpened;
   PeerConn* table = nullptr;  // device
   int* ringOrder = nullptr;   // device
-  int* abortHost = nullptr;   // mapped host memory
+  device::OneShotArgs oneShot;
+  int* abortHost = nullptr;  // mapped host memory
   int* abortDevice = nullptr;
   cudaEvent_t lastDone = nullptr;  // the previous call's kernel, for ordering calls on other streams
   void* lastStream = nullptr;
@@ -167,6 +176,8 @@ struct CudaEngine::State {
         }
       }
     }
+    l.oneShot = l.bytes;
+    l.bytes += oneShotRegionBytes(o);
     return l;
   }
   char* block(int owner, int c, int k, int peer) const {
@@ -211,6 +222,12 @@ CudaEngine::~CudaEngine() {
 int CudaEngine::channels() const { return s_->o.channels; }
 
 Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<CudaEngine>* out) {
+  if (options.oneShotBytes > 0 &&
+      (options.nranks > device::kMaxOneShotRanks || options.hostMemory ||
+       options.channels > device::kMaxOneShotChannels || options.oneShotBytes % device::kLlDataPerLine != 0)) {
+    return internalError("one-shot buffers asked for " + std::to_string(options.nranks) +
+                         " ranks, host memory or more channels than it supports");
+  }
   auto s = std::make_unique<State>();
   s->o = options;
   DeviceScope scope(options.device);
@@ -344,6 +361,15 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
       }
     }
   }
+  if (s.o.oneShotBytes > 0) {
+    for (int q = 0; q < n; ++q) {
+      if (s.peerBases[q] == nullptr)
+        return internalError("one-shot buffers: rank " + std::to_string(q) + " not mapped");
+      s.oneShot.regions[q] = s.peerBases[q] + s.layouts[q].oneShot;
+    }
+    s.oneShot.lines = s.o.oneShotBytes / device::kLlDataPerLine;
+    s.oneShot.channels = s.o.channels;
+  }
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s.table, table.size() * sizeof(PeerConn))));
   BRAID_RETURN_IF_ERROR(cudaCheck(
       "cudaMemcpy", cudaMemcpy(s.table, table.data(), table.size() * sizeof(PeerConn), cudaMemcpyHostToDevice)));
@@ -363,6 +389,15 @@ namespace {
 
 device::KernelKind kernelKind(algo::Coll coll, algo::Algo a) {
   using device::KernelKind;
+  if (a == algo::Algo::kOneShot) {
+    switch (coll) {
+      case algo::Coll::kAllGather: return KernelKind::kAllGatherOneShot;
+      case algo::Coll::kReduceScatter: return KernelKind::kReduceScatterOneShot;
+      case algo::Coll::kBroadcast: return KernelKind::kBroadcastOneShot;
+      case algo::Coll::kReduce: return KernelKind::kReduceOneShot;
+      default: return KernelKind::kAllReduceOneShot;
+    }
+  }
   switch (coll) {
     case algo::Coll::kAllReduce:
       return a == algo::Algo::kTree         ? KernelKind::kAllReduceTree
@@ -403,9 +438,11 @@ device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto 
   a.simpleSlotBytes = s.o.simpleSlotBytes;
   a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);
   a.abortFlag = s.abortDevice;
+  a.oneShot = s.oneShot;
   // LL runs half the threads: its steps synchronise more often than they move data (measured,
-  // bench/NOTES.md).
-  const int threads = proto == device::Proto::kLL ? std::max(64, s.o.threads / 2) : s.o.threads;
+  // bench/NOTES.md). The one-shot has no steps: every thread streams its own lines.
+  const bool halve = proto == device::Proto::kLL && shape->algo != algo::Algo::kOneShot;
+  const int threads = halve ? std::max(64, s.o.threads / 2) : s.o.threads;
   a.nLanes = shape->coll == algo::Coll::kNumColls ? 2 : algo::numLanes(shape->algo);
   a.laneThreads = std::min(threads, device::kMaxBlockThreads / a.nLanes) / 32 * 32;
   return a;
@@ -441,6 +478,10 @@ Status CudaEngine::run(const CudaCall& call) {
   DeviceScope scope(s.o.device);
   algo::CallShape shape = call.shape;
   shape.nChannels = std::clamp(shape.nChannels, 1, s.o.channels);
+  if (shape.algo == algo::Algo::kOneShot && shape.count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
+    return internalError("one-shot " + std::string(algo::collName(shape.coll)) + " of " + std::to_string(shape.count) +
+                         " elements per block exceeds its " + std::to_string(s.o.oneShotBytes) + "-byte buffers");
+  }
   device::KernelArgs a = kernelArgs(&shape, call.proto, call.type, call.op);
   a.input = call.input;
   a.output = call.output;

@@ -19,12 +19,20 @@ constexpr Constant kLl128HopFactor = {1.25,
 constexpr Constant kSimpleHopFactor = {2.0,
                                        "measured: the head/tail handshake is a flag round trip, 1.38 us over NVLink "
                                        "= 2 x the 0.69 us one-way flag (PERFORMANCE.md)"};
-constexpr Constant kSimpleHopExtraUs = {0.5, "estimate: a memory fence before each tail update"};
+constexpr Constant kSimpleHopExtraUs = {
+    6.3,
+    "measured: a 2-rank 8 KB all-reduce by recursive doubling on Simple (one exchange) took 12.7 us in a CUDA graph "
+    "where the one-shot (one LL hop) took 5.0 us: each Simple step waits on head and tail counters and fences "
+    "(bench/NOTES.md)"};
 constexpr Constant kLlEfficiency = {
     0.1,
     "measured: braid's LL ring all-reduce of 4 MB on 30 channels moved 48 GB/s on 2 x "
     "H200, a tenth of Simple's per-channel rate (16 GB/s); half of each 16-byte store is "
     "flags and every line is polled (bench/NOTES.md)"};
+constexpr Constant kOneShotEfficiency = {
+    0.17,
+    "measured: one-shot all-reduce of 1 MB on 32 CTAs took 18 us in a CUDA graph on 2 x H200, 13 us above its 8 B "
+    "time: 80 GB/s, 0.17 of 32 x 16 GB/s; half of every 16-byte line is flags (bench/NOTES.md)"};
 constexpr Constant kLl128Efficiency = {120.0 / 128.0, "LL128: 120 data bytes per 128-byte line"};
 constexpr Constant kSimpleEfficiency = {1.0, "Simple: whole slots of data"};
 constexpr Constant kGpuReduceGBs = {2800.0,
@@ -35,6 +43,9 @@ constexpr Constant kTreeBandwidthFactor = {0.7,
                                            "lanes and pipelines less evenly than a ring (NCCL also derates trees)"};
 // Bytes a channel should carry before another channel pays for itself, per protocol.
 constexpr Constant kLlBytesPerChannel = {16 * 1024.0, "estimate: LL channels are worth it from 16 KB each"};
+constexpr Constant kOneShotBytesPerChannel = {
+    8 * 1024.0,
+    "measured: one-shot all-reduce in a graph, 1-32 CTAs: 64 KB fastest on 8, 256 KB on 16 (bench/NOTES.md)"};
 constexpr Constant kLl128BytesPerChannel = {64 * 1024.0, "estimate"};
 constexpr Constant kSimpleBytesPerChannel = {256 * 1024.0, "estimate"};
 

@@ -78,6 +78,7 @@ int sequentialSteps(algo::Coll coll, algo::Algo a, int n) {
     case algo::Algo::kTree:
     case algo::Algo::kDoubleTree: return 2 * algo::floorLog2(n);
     case algo::Algo::kDoubling: return doublingSteps(n);
+    case algo::Algo::kOneShot: return 1;
     default: break;
   }
   return coll == algo::Coll::kAllReduce ? 2 * (n - 1) : n - 1;
@@ -92,6 +93,11 @@ double busiestRankFactor(algo::Coll coll, algo::Algo a, int n) {
       int l = algo::floorLog2(n);
       return l + ((1 << l) == n ? 0 : 1);
     }
+    case algo::Algo::kOneShot:  // the whole message to every peer (a block each for all-gather and
+                                // reduce-scatter); reduce: every rank sends the root its input once
+      return coll == algo::Coll::kAllGather || coll == algo::Coll::kReduceScatter ? static_cast<double>(n - 1) / n
+             : coll == algo::Coll::kReduce                                        ? 1
+                                                                                  : n - 1;
     default: break;
   }
   switch (coll) {
@@ -108,13 +114,22 @@ double reduceFactor(algo::Coll coll, algo::Algo a, int n) {
     case algo::Algo::kTree: return n == 2 ? 1 : 2;  // two children's contributions
     case algo::Algo::kDoubleTree: return n == 2 ? 1 : 1.5;
     case algo::Algo::kDoubling: return busiestRankFactor(coll, a, n);
+    case algo::Algo::kOneShot: return coll == algo::Coll::kReduceScatter ? static_cast<double>(n - 1) / n : n - 1;
     default: break;
   }
   return coll == algo::Coll::kReduce ? 1 : static_cast<double>(n - 1) / n;
 }
 
 bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
-  return algo::supports(coll, a) && (a != algo::Algo::kDoubling || m.doubling);
+  return algo::supports(coll, a) && (a != algo::Algo::kDoubling || m.doubling) &&
+         (a != algo::Algo::kOneShot || m.oneShotBytes > 0);
+}
+
+bool sizeApplies(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes) {
+  if (a != algo::Algo::kOneShot) return true;
+  const bool perRank = coll == algo::Coll::kAllGather || coll == algo::Coll::kReduceScatter;
+  size_t block = perRank ? bytes / std::max(1, m.nranks) : bytes;
+  return proto == Proto::kLL && block <= m.oneShotBytes;
 }
 
 bool protocolApplies(const Machine& m, Proto proto) {
@@ -134,6 +149,7 @@ Factors factorsFor(const Machine& m, algo::Algo a, Proto proto) {
     }
   }
   if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) f.efficiency *= kTreeBandwidthFactor.value;
+  if (a == algo::Algo::kOneShot) f.efficiency = kOneShotEfficiency.value;
   return f;
 }
 

@@ -36,6 +36,7 @@ struct Machine {
   double baseUs = 0;          // per call
   double reduceGBs = 0;       // how fast one rank reduces (0: free)
   bool doubling = false;      // recursive doubling available
+  size_t oneShotBytes = 0;    // the largest block the one-shot moves per peer (0: not offered)
 };
 
 /// The GPU machine of a search result for `nranks` ranks.
@@ -70,6 +71,9 @@ struct Prediction {
 bool protocolApplies(const Machine& machine, Proto proto);
 /// Whether `algo` runs `coll` on `machine`.
 bool algorithmApplies(const Machine& machine, algo::Coll coll, algo::Algo algo);
+/// Whether (algo, proto) may run a `coll` message of `bytes` on `machine`: the one-shot runs LL
+/// only, with each rank's block (all of it for all-reduce) up to machine.oneShotBytes.
+bool sizeApplies(const Machine& machine, algo::Coll coll, algo::Algo algo, Proto proto, size_t bytes);
 
 /// The predicted time of `bytes` (the collective's message size) on `channels` channels.
 Prediction predict(const Machine& machine, algo::Coll coll, algo::Algo algo, Proto proto, size_t bytes, int channels);

@@ -163,10 +163,11 @@ Status Tuner::create(const Machine& machine, const TunerConfig& config, Tuner* o
   return Status::ok();
 }
 
-int Tuner::channelsFor(Proto proto, size_t bytes) const {
-  double perChannel = proto == Proto::kLL      ? kLlBytesPerChannel.value
-                      : proto == Proto::kLL128 ? kLl128BytesPerChannel.value
-                                               : kSimpleBytesPerChannel.value;
+int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
+  double perChannel = a == algo::Algo::kOneShot ? kOneShotBytesPerChannel.value
+                      : proto == Proto::kLL     ? kLlBytesPerChannel.value
+                      : proto == Proto::kLL128  ? kLl128BytesPerChannel.value
+                                                : kSimpleBytesPerChannel.value;
   int wanted = static_cast<int>(std::ceil(static_cast<double>(bytes) / perChannel));
   int found = std::max(1, machine_.channels);
   return std::clamp(std::min(wanted, found), minChannels_, std::max(minChannels_, maxChannels_));
@@ -181,8 +182,9 @@ Decision Tuner::decide(algo::Coll coll, size_t bytes) const {
     if (!allowed_.algo[c][a] || !algorithmApplies(machine_, coll, alg)) continue;
     for (int p = 0; p < kNumProtos; ++p) {
       auto proto = static_cast<Proto>(p);
-      if (!allowed_.proto[c][p] || !protocolApplies(machine_, proto)) continue;
-      int channels = channelsFor(proto, bytes);
+      if (!allowed_.proto[c][p] || !protocolApplies(machine_, proto) || !sizeApplies(machine_, coll, alg, proto, bytes))
+        continue;
+      int channels = channelsFor(alg, proto, bytes);
       Prediction pred = predict(machine_, coll, alg, proto, bytes, channels);
       if (!any || pred.us < best.predictedUs - 1e-12) {
         best.algo = alg;
@@ -200,7 +202,7 @@ Decision Tuner::decide(algo::Coll coll, size_t bytes) const {
     for (int p = kNumProtos - 1; p >= 0; --p) {
       if (allowed_.proto[c][p] && protocolApplies(machine_, static_cast<Proto>(p))) best.proto = static_cast<Proto>(p);
     }
-    best.channels = channelsFor(best.proto, bytes);
+    best.channels = channelsFor(best.algo, best.proto, bytes);
     best.predictedUs = predict(machine_, coll, best.algo, best.proto, bytes, best.channels).us;
     best.note = "nothing allowed implements " + std::string(algo::collName(coll)) + " here: ring";
   }

@@ -71,11 +71,13 @@ class Tuner {
   std::vector<std::string> crossovers(algo::Coll coll, size_t maxBytes) const;
 
   const Machine& machine() const { return machine_; }
+  /// What the executor reserved for the one-shot all-reduce (known once its buffers exist).
+  void setOneShotBytes(size_t bytes) { machine_.oneShotBytes = bytes; }
   int minChannels() const { return minChannels_; }
   int maxChannels() const { return maxChannels_; }
 
  private:
-  int channelsFor(Proto proto, size_t bytes) const;
+  int channelsFor(algo::Algo a, Proto proto, size_t bytes) const;
 
   Machine machine_;
   Allowed allowed_;

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/datatype.h"
@@ -200,6 +202,8 @@ class GpuCollectives : public testing::TestWithParam<Config> {
     return o;
   }
   bool ringOnly() const { return std::string(GetParam().algorithm) == "ring"; }
+  // The ring and the one-shot run every collective; the others all-reduce only.
+  bool everyCollective() const { return ringOnly() || std::string(GetParam().algorithm) == "oneshot"; }
 };
 
 const braidDataType_t kAllTypes[] = {braidInt8,    braidUint8,    braidInt32,      braidUint32,
@@ -234,7 +238,7 @@ TEST_P(GpuCollectives, AllReduceMatrix) {
 }
 
 TEST_P(GpuCollectives, OtherCollectives) {
-  if (!ringOnly()) GTEST_SKIP() << "broadcast, reduce, all-gather and reduce-scatter run as rings";
+  if (!everyCollective()) GTEST_SKIP() << "broadcast, reduce, all-gather and reduce-scatter run as rings";
   World w(options());
   ASSERT_EQ(w.error, "");
   for (Coll coll : {Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter}) {
@@ -259,7 +263,7 @@ TEST_P(GpuCollectives, InPlaceAndUnaligned) {
   World w(options());
   ASSERT_EQ(w.error, "");
   for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter}) {
-    if (coll != Coll::kAllReduce && !ringOnly()) continue;
+    if (coll != Coll::kAllReduce && !everyCollective()) continue;
     for (braidDataType_t type : {braidFloat32, braidFloat16, braidInt8}) {
       for (size_t count : {size_t{7}, size_t{1023}, size_t{70001}}) {
         Case c;
@@ -396,8 +400,75 @@ INSTANTIATE_TEST_SUITE_P(
                     Config{2, "doubling", "simple"}, Config{2, "doubling", "ll"}, Config{3, "ring", "simple"},
                     Config{3, "ring", "ll"}, Config{3, "dbtree", "simple"}, Config{3, "doubling", "ll"},
                     Config{4, "ring", "simple"}, Config{4, "ring", "ll"}, Config{4, "tree", "simple"},
-                    Config{4, "dbtree", "ll"}, Config{4, "doubling", "simple"}),
+                    Config{4, "dbtree", "ll"}, Config{4, "doubling", "simple"}, Config{2, "oneshot", "ll"},
+                    Config{3, "oneshot", "ll"}, Config{4, "oneshot", "ll"}),
     configName);
+
+// The one-shot's buffers are reused without counters, by alternating parities and a per-channel
+// epoch: calls of different collectives and sizes (so different channel counts) back to back
+// without waiting, then a graph of two calls replayed three times, must all match the reference.
+TEST(GpuOneShot, MixedSizesBackToBackAndGraphReplays) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 2;
+  o.algorithm = "oneshot";
+  o.protocol = "ll";
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  std::vector<Case> cases;
+  for (size_t count : {size_t{1}, size_t{70001}, size_t{7}, size_t{262144}, size_t{1023}, size_t{65}}) {
+    Case c;
+    c.count = count;
+    c.salt = static_cast<int>(cases.size());
+    cases.push_back(c);
+  }
+  // Broadcast and reduce send one way; their senders wait for the receivers' "started" words.
+  const std::tuple<Coll, size_t, int> more[] = {{Coll::kBroadcast, 70001, 0}, {Coll::kReduce, 1023, 1},
+                                                {Coll::kBroadcast, 7, 1},     {Coll::kAllGather, 65, 0},
+                                                {Coll::kReduce, 30000, 0},    {Coll::kReduceScatter, 1000, 0}};
+  for (auto [coll, count, root] : more) {
+    Case c;
+    c.coll = coll;
+    c.count = count;
+    c.root = root;
+    c.salt = static_cast<int>(cases.size());
+    cases.push_back(c);
+  }
+  std::vector<std::unique_ptr<CaseBuffers>> bufs;
+  for (const Case& c : cases) bufs.push_back(std::make_unique<CaseBuffers>(c, w));
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      for (int r = 0; r < w.size(); ++r)
+        ASSERT_EQ(issue(cases[i], w, r, bufs[i]->send[r], bufs[i]->recv[r]), braidSuccess) << braidGetLastError();
+    }
+  }
+  ASSERT_TRUE(w.sync()) << w.error;
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(bufs[i]->check(cases[i], w), "");
+  std::vector<cudaGraphExec_t> graphs(w.size());
+  for (int r = 0; r < w.size(); ++r) {
+    cudaSetDevice(w.devices[r]);
+    ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    ASSERT_EQ(issue(cases[0], w, r, bufs[0]->send[r], bufs[0]->recv[r]), braidSuccess) << braidGetLastError();
+    ASSERT_EQ(issue(cases[1], w, r, bufs[1]->send[r], bufs[1]->recv[r]), braidSuccess) << braidGetLastError();
+    cudaGraph_t g;
+    ASSERT_EQ(cudaStreamEndCapture(w.streams[r], &g), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&graphs[r], g, 0), cudaSuccess);
+    cudaGraphDestroy(g);
+  }
+  for (int replay = 0; replay < 3; ++replay) {
+    for (int k = 0; k < 2; ++k) {
+      cases[k].salt = 10 + replay + k;
+      bufs[k]->upload(cases[k], w);
+    }
+    for (int r = 0; r < w.size(); ++r) {
+      cudaSetDevice(w.devices[r]);
+      ASSERT_EQ(cudaGraphLaunch(graphs[r], w.streams[r]), cudaSuccess);
+    }
+    ASSERT_TRUE(w.sync()) << w.error;
+    for (int k = 0; k < 2; ++k) ASSERT_EQ(bufs[k]->check(cases[k], w), "") << "replay " << replay;
+  }
+  for (auto g : graphs) cudaGraphExecDestroy(g);
+}
 
 // CTA counts: the channel count is what the config pins.
 class GpuCtas : public testing::TestWithParam<int> {};

@@ -158,6 +158,45 @@ TEST(Tuner, OverridesAreHonouredAndReported) {
     EXPECT_NE(pcie.decide(Coll::kAllReduce, bytes).proto, Proto::kLL128);
 }
 
+// The one-shot: offered only once the executor reserved its buffers, only with LL and only up to the
+// reserved size per block; forcing it beyond that size falls back to the ring.
+TEST(Tuner, OneShotOnlyWhereItsBuffersReach) {
+  Machine m = machineOf(fixture("h200-2gpu.xml"));
+  Tuner without = tunerFor(m);
+  for (size_t bytes = 8; bytes <= (size_t(1) << 30); bytes *= 4)
+    EXPECT_NE(without.decide(Coll::kAllReduce, bytes).algo, Algo::kOneShot) << bytes;
+  Tuner with = tunerFor(m);
+  with.setOneShotBytes(size_t(1) << 20);
+  Decision small = with.decide(Coll::kAllReduce, 8);
+  EXPECT_EQ(small.algo, Algo::kOneShot) << describe(small);
+  EXPECT_EQ(small.proto, Proto::kLL) << describe(small);
+  EXPECT_EQ(predict(with.machine(), Coll::kAllReduce, Algo::kOneShot, Proto::kLL, 8, 1).steps, 1);
+  EXPECT_NE(with.decide(Coll::kAllReduce, (size_t(1) << 20) + 8).algo, Algo::kOneShot);
+  for (Coll c : {Coll::kBroadcast, Coll::kReduce}) {
+    EXPECT_EQ(with.decide(c, 8).algo, Algo::kOneShot) << algo::collName(c);
+    EXPECT_NE(with.decide(c, (size_t(1) << 20) + 8).algo, Algo::kOneShot) << algo::collName(c);
+  }
+  // All-gather and reduce-scatter: each rank's block (half of the message on 2 ranks) must fit.
+  for (Coll c : {Coll::kAllGather, Coll::kReduceScatter}) {
+    EXPECT_EQ(with.decide(c, 64).algo, Algo::kOneShot) << algo::collName(c);
+    EXPECT_TRUE(sizeApplies(with.machine(), c, Algo::kOneShot, Proto::kLL, size_t(2) << 20));
+    EXPECT_FALSE(sizeApplies(with.machine(), c, Algo::kOneShot, Proto::kSimple, 64));
+    EXPECT_FALSE(sizeApplies(with.machine(), c, Algo::kOneShot, Proto::kLL, (size_t(2) << 20) + 16));
+    EXPECT_NE(with.decide(c, (size_t(2) << 20) + 16).algo, Algo::kOneShot) << algo::collName(c);
+  }
+  TunerConfig forced;
+  forced.algorithm = "oneshot";
+  Tuner only = tunerFor(m, forced);
+  only.setOneShotBytes(size_t(1) << 20);
+  EXPECT_EQ(only.decide(Coll::kAllReduce, 1 << 20).algo, Algo::kOneShot);
+  Decision big = only.decide(Coll::kAllReduce, 4 << 20);
+  EXPECT_EQ(big.algo, Algo::kRing);
+  EXPECT_NE(big.note.find("nothing allowed"), std::string::npos) << describe(big);
+  // Host-memory communicators never reserve the buffers.
+  Tuner host = tunerFor(hostMachine(2, 1, false), forced);
+  EXPECT_EQ(host.decide(Coll::kAllReduce, 8).algo, Algo::kRing);
+}
+
 TEST(Tuner, BadOverridesAreErrors) {
   Machine m = machineOf(fixture("h200-2gpu.xml"));
   for (const char* bad : {"ring,spiral", "^", "allreduce:", "gather:ring", ""}) {

@@ -1,0 +1,237 @@
+// The one-shot algorithm (all-reduce, all-gather, reduce-scatter): one hop, no FIFO counters, no
+// barrier inside the data loop.
+//
+// Each thread owns a set of 8-byte words of its channel's range. It
+//   1. loads each of its input words and stores it, as an LL line (4 data, flag, 4 data, flag, one
+//      16-byte store), into block (parity, this rank) of every peer's region;
+//   2. then reads each word from every peer's line in its own region, spinning until both flags
+//      match, combines the words in rank order (rank 0's first, so every rank ends with the same
+//      bits) and writes the output.
+// A word's line sits at the same place in every round, and the thread that writes it is the one
+// that reads the peer's line of the same word, so no thread waits for any other.
+//
+// Reuse without counters: the flag is the channel's epoch (calls so far) + 1, and calls alternate
+// between two parities of blocks. A rank writes parity p for call e + 2 only after its kernel for
+// call e + 1 finished, having read a line the peer wrote in call e + 1, which the peer's kernel
+// wrote after its kernel for call e, the last reader of parity p, had finished. The epochs live in
+// device memory, so CUDA graph replays advance them. Every channel's counter advances on every call
+// (CTA 0 advances those of the channels a call does not use), so all counters name the same call.
+#pragma once
+
+#include "algo/work.h"
+#include "device/moves.cuh"
+#include "device/prims.cuh"
+
+namespace braid::device {
+namespace {
+
+// Words a thread loads before it stores them to the peers.
+constexpr int kOneShotBatch = 8;
+
+__device__ __forceinline__ uint32_t oneShotFlag(uint64_t epoch) {
+  return static_cast<uint32_t>(epoch & 0x7fffffff) + 1;
+}
+
+// A region's header: the epoch of each channel, then, per rank q, the last call q started (+1).
+__device__ __forceinline__ uint64_t* oneShotEpochs(char* region) { return reinterpret_cast<uint64_t*>(region); }
+__device__ __forceinline__ uint64_t* oneShotStarted(char* region) {
+  return reinterpret_cast<uint64_t*>(region) + kMaxOneShotChannels;
+}
+
+// The first line of block (parity, sender) of `region`.
+__device__ __forceinline__ uint4* oneShotBlock(char* region, const OneShotArgs& o, int nranks, uint64_t parity,
+                                               int sender) {
+  uint4* lines = reinterpret_cast<uint4*>(region + kOneShotHeaderBytes);
+  return lines + (parity * nranks + sender) * o.lines;
+}
+
+// Who sends to whom. `count` is work.count: one rank's block for all-gather and reduce-scatter, the
+// whole buffer otherwise.
+//   all-reduce      every rank sends its input to every peer; output = op over ranks, in rank order
+//   all-gather      every rank sends its input to every peer; output block q = rank q's input
+//   reduce-scatter  every rank sends its input block q to peer q; output = op over ranks of their
+//                   block `rank`
+//   broadcast       the root sends its input to every peer; output = the root's input
+//   reduce          every rank but the root sends its input to the root; the root's output = op
+//                   over ranks
+template <algo::Coll C>
+__device__ __forceinline__ bool oneShotSendsTo(int me, int q, int root) {
+  if (C == algo::Coll::kBroadcast) return me == root && q != me;
+  if (C == algo::Coll::kReduce) return me != root && q == root;
+  return q != me;
+}
+
+template <algo::Coll C>
+__device__ __forceinline__ bool oneShotReceivesFrom(int me, int q, int root) {
+  return oneShotSendsTo<C>(q, me, root);
+}
+
+template <algo::Coll C, class Combine>
+__device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine) {
+  constexpr bool kCombines = C == algo::Coll::kAllReduce || C == algo::Coll::kReduceScatter || C == algo::Coll::kReduce;
+  const OneShotArgs& o = a.oneShot;
+  const int n = a.work.nranks, me = a.work.rank, root = a.work.root, c = blockIdx.x;
+  const size_t tid = threadIdx.x, stride = blockDim.x;
+  uint64_t* epochs = oneShotEpochs(o.regions[me]);
+  const uint64_t epoch = *static_cast<volatile uint64_t*>(epochs + c);
+  const uint32_t flag = oneShotFlag(epoch);
+  const uint64_t parity = epoch % kOneShotParities;
+  const size_t es = elemSizeOf(a.type), count = a.work.count;
+  const algo::Range range = algo::channelRange(count, c, a.work.nChannels);
+  const size_t bytes = (range.end - range.begin) * es;
+  const size_t nWords = (bytes + 7) / 8;
+  const size_t firstWord = range.begin * es / 8;  // channels start at multiples of 64 elements
+  // The part of the input block rank q's contribution comes from, and of the output block q.
+  auto in = [&](int q) {
+    return static_cast<const char*>(a.input) + ((C == algo::Coll::kReduceScatter ? q * count : 0) + range.begin) * es;
+  };
+  auto out = [&](int q) {
+    return static_cast<char*>(a.output) + ((C == algo::Coll::kAllGather ? q * count : 0) + range.begin) * es;
+  };
+  auto valid = [&](size_t w) { return static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8); };
+  bool aborted = false;
+
+  // 0. Tell every peer this call started (so the previous one is over). Where data flows one way
+  // (broadcast, reduce) the sender waits for that word from its receivers before it overwrites the
+  // parity they read two calls ago; elsewhere the data coming back proves it (see the top).
+  if (tid == 0 && c == 0) {
+    for (int q = 0; q < n; ++q) {
+      if (q != me) storeVolatile64(oneShotStarted(o.regions[q]) + me, epoch + 1);
+    }
+  }
+  if (C == algo::Coll::kBroadcast || C == algo::Coll::kReduce) {
+    if (tid == 0 && epoch >= kOneShotParities) {
+      for (int q = 0; q < n && !aborted; ++q) {
+        if (oneShotSendsTo<C>(me, q, root))
+          aborted = !waitAtLeast(oneShotStarted(o.regions[me]) + q, epoch, false, a.abortFlag);
+      }
+    }
+    __syncthreads();
+  }
+
+  // 1. Every word this thread owns goes to every receiver first: the stores fly while it waits
+  // below. The loads of kOneShotBatch words are issued before any store (a store's asm is a compiler
+  // barrier, so one load per store would wait out a memory latency each).
+  for (size_t base = tid; base < nWords && !aborted; base += kOneShotBatch * stride) {
+    uint64_t x[kOneShotBatch];
+    bool loaded = false;
+    for (int k = 1; k < n; ++k) {
+      const int q = (me + k) % n;  // peers in a rotated order, so that not every rank hits rank 0 first
+      if (!oneShotSendsTo<C>(me, q, root)) continue;
+      if (C == algo::Coll::kReduceScatter || !loaded) {
+#pragma unroll
+        for (int u = 0; u < kOneShotBatch; ++u) {
+          const size_t w = base + u * stride;
+          if (w < nWords) x[u] = plainRead(in(C == algo::Coll::kReduceScatter ? q : me), w, valid(w));
+        }
+        loaded = true;
+      }
+      uint4* dst = oneShotBlock(o.regions[q], o, n, parity, me) + firstWord;
+#pragma unroll
+      for (int u = 0; u < kOneShotBatch; ++u) {
+        const size_t w = base + u * stride;
+        if (w < nWords) {
+          storeVolatile(dst + w,
+                        make_uint4(static_cast<uint32_t>(x[u]), flag, static_cast<uint32_t>(x[u] >> 32), flag));
+        }
+      }
+    }
+  }
+
+  // 2. The same words from every sender (and this rank's own), kLlUnroll at a time: the loads of a
+  // group are issued together and re-issued together until all carry the flag.
+  const bool receives = C == algo::Coll::kBroadcast ? me != root : C == algo::Coll::kReduce ? me == root : true;
+  const bool copiesOwn = C == algo::Coll::kBroadcast && me == root && a.input != a.output;
+  const int postDivisor = a.work.postOp ? n : 0;
+  for (size_t base = tid; base < nWords && !aborted && (receives || copiesOwn); base += kLlUnroll * stride) {
+    uint64_t acc[kLlUnroll];
+    for (int q = 0; q < n && !aborted; ++q) {
+      const bool own = q == me && (kCombines || C == algo::Coll::kAllGather || copiesOwn);
+      if (!own && !oneShotReceivesFrom<C>(me, q, root)) continue;
+      uint64_t x[kLlUnroll];
+      if (own) {
+#pragma unroll
+        for (int u = 0; u < kLlUnroll; ++u) {
+          const size_t w = base + u * stride;
+          if (w < nWords) x[u] = plainRead(in(me), w, valid(w));
+        }
+      } else {
+        const uint4* src = oneShotBlock(o.regions[me], o, n, parity, q) + firstWord;
+        unsigned missing = 0;
+#pragma unroll
+        for (int u = 0; u < kLlUnroll; ++u) missing |= base + u * stride < nWords ? 1u << u : 0u;
+        for (int spins = 0; missing != 0 && !aborted;) {
+          uint4 v[kLlUnroll];
+#pragma unroll
+          for (int u = 0; u < kLlUnroll; ++u) {
+            if (missing & (1u << u)) v[u] = loadVolatile(src + base + u * stride);
+          }
+#pragma unroll
+          for (int u = 0; u < kLlUnroll; ++u) {
+            if ((missing & (1u << u)) && v[u].y == flag && v[u].w == flag) {
+              x[u] = static_cast<uint64_t>(v[u].x) | (static_cast<uint64_t>(v[u].z) << 32);
+              missing &= ~(1u << u);
+            }
+          }
+          if (missing != 0 && ++spins == 4096) {
+            spins = 0;
+            aborted = *a.abortFlag != 0;  // the communicator is unusable from here on
+          }
+        }
+      }
+      for (int u = 0; u < kLlUnroll && !aborted; ++u) {
+        const size_t w = base + u * stride;
+        if (w >= nWords) continue;
+        if (!kCombines) {
+          plainWrite(out(q), w, valid(w), x[u]);
+        } else {
+          acc[u] = q == 0 ? x[u] : combine(acc[u], x[u]);
+        }
+      }
+    }
+    for (int u = 0; u < kLlUnroll && !aborted && kCombines; ++u) {
+      const size_t w = base + u * stride;
+      if (w < nWords) plainWrite(out(0), w, valid(w), postDivisor ? divideWord(acc[u], a.type, postDivisor) : acc[u]);
+    }
+  }
+  __syncthreads();  // every thread read this call's epoch
+  if (tid == 0) {
+    epochs[c] = epoch + 1;
+    if (c == 0) {
+      for (int k = a.work.nChannels; k < o.channels; ++k) epochs[k] += 1;
+    }
+  }
+}
+
+// Combining words through combineWord (a call that switches on the type and op) costs as much as the
+// memory traffic at these sizes: the sums of the common floating types get their own inline copy.
+template <class F>
+struct InlineSum {
+  __device__ __forceinline__ uint64_t operator()(uint64_t acc, uint64_t x) const {
+    return reduceUnit<F, SumOp>(acc, x);
+  }
+};
+
+struct AnyTypeAndOp {
+  int type, op;
+  __device__ __forceinline__ uint64_t operator()(uint64_t acc, uint64_t x) const {
+    return combineWord(acc, x, type, op);
+  }
+};
+
+template <algo::Coll C>
+__device__ void oneShot(const KernelArgs& a) {
+  if (C != algo::Coll::kAllGather && C != algo::Coll::kBroadcast &&
+      (a.op == 0 || a.op == 4)) {  // sum, avg (sum, then the division)
+    switch (a.type) {
+      case 7: oneShotBody<C>(a, InlineSum<Plain<float, float>>{}); return;
+      case 9: oneShotBody<C>(a, InlineSum<Bf16Fmt>{}); return;
+      case 6: oneShotBody<C>(a, InlineSum<HalfFmt>{}); return;
+      default: break;
+    }
+  }
+  oneShotBody<C>(a, AnyTypeAndOp{a.type, a.op});
+}
+
+}  // namespace
+}  // namespace braid::device
