@@ -132,6 +132,15 @@ enum class KernelKind : int {
   kNumKinds
 };
 
+/// The most threads a CTA of kernel `kind` may have, as its __launch_bounds__ says: 1024 for the
+/// kernels of several lanes (tree, double binary tree, send/recv), 512 for the others. A bound of
+/// 1024 caps a thread at 64 registers, and the data loops then spill; 512 allows 128.
+BRAID_HOST_DEVICE constexpr int maxBlockThreads(KernelKind kind) {
+  return kind == KernelKind::kAllReduceTree || kind == KernelKind::kAllReduceDoubleTree || kind == KernelKind::kSendRecv
+             ? kMaxBlockThreads
+             : kMaxBlockThreads / 2;
+}
+
 /// Launches kernel `kind` with protocol `proto`: `channels` CTAs of nLanes x laneThreads threads
 /// on `stream` (a cudaStream_t). Returns the cudaError_t of the launch.
 int launchKernel(KernelKind kind, Proto proto, int channels, const KernelArgs& args, void* stream);

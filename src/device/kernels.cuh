@@ -54,9 +54,9 @@ __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
 
 // One translation unit per protocol, each with its own copy of the data-movement loops: the two
 // compile in parallel. Each defines the kernels of protocol PROTO, named braid_<what>_<SUFFIX>.
-#define BRAID_KERNEL(name, kind)                                                                   \
-  __global__ void __launch_bounds__(kMaxBlockThreads) name(const __grid_constant__ KernelArgs a) { \
-    runKernel<kind, BRAID_PROTO>(a);                                                               \
+#define BRAID_KERNEL(name, kind)                                                                        \
+  __global__ void __launch_bounds__(maxBlockThreads(kind)) name(const __grid_constant__ KernelArgs a) { \
+    runKernel<kind, BRAID_PROTO>(a);                                                                    \
   }
 
 #define BRAID_KERNEL_TABLE(suffix)                                                                                 \

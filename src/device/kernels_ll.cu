@@ -6,8 +6,11 @@
 namespace braid::device {
 BRAID_KERNEL_TABLE(LL)
 
-#define BRAID_ONESHOT_KERNEL(name, coll) \
-  __global__ void __launch_bounds__(kMaxBlockThreads) name(const __grid_constant__ KernelArgs a) { oneShot<coll>(a); }
+#define BRAID_ONESHOT_KERNEL(name, coll)                                            \
+  __global__ void __launch_bounds__(maxBlockThreads(KernelKind::kAllReduceOneShot)) \
+      name(const __grid_constant__ KernelArgs a) {                                  \
+    oneShot<coll>(a);                                                               \
+  }
 BRAID_ONESHOT_KERNEL(braid_AllReduce_OneShot_LL, algo::Coll::kAllReduce)
 BRAID_ONESHOT_KERNEL(braid_AllGather_OneShot_LL, algo::Coll::kAllGather)
 BRAID_ONESHOT_KERNEL(braid_ReduceScatter_OneShot_LL, algo::Coll::kReduceScatter)

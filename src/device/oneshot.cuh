@@ -25,9 +25,6 @@
 namespace braid::device {
 namespace {
 
-// Words a thread loads before it stores them to the peers.
-constexpr int kOneShotBatch = 8;
-
 __device__ __forceinline__ uint32_t oneShotFlag(uint64_t epoch) {
   return static_cast<uint32_t>(epoch & 0x7fffffff) + 1;
 }
@@ -66,7 +63,8 @@ __device__ __forceinline__ bool oneShotReceivesFrom(int me, int q, int root) {
   return oneShotSendsTo<C>(q, me, root);
 }
 
-template <algo::Coll C, class Combine>
+// kBatch: words per thread per batch (the loads one memory latency covers).
+template <algo::Coll C, int kBatch, class Combine>
 __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine) {
   constexpr bool kCombines = C == algo::Coll::kAllReduce || C == algo::Coll::kReduceScatter || C == algo::Coll::kReduce;
   const OneShotArgs& o = a.oneShot;
@@ -110,17 +108,17 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
   }
 
   // 1. Every word this thread owns goes to every receiver first: the stores fly while it waits
-  // below. The loads of kOneShotBatch words are issued before any store (a store's asm is a compiler
+  // below. The loads of kBatch words are issued before any store (a store's asm is a compiler
   // barrier, so one load per store would wait out a memory latency each).
-  for (size_t base = tid; base < nWords && !aborted; base += kOneShotBatch * stride) {
-    uint64_t x[kOneShotBatch];
+  for (size_t base = tid; base < nWords && !aborted; base += kBatch * stride) {
+    uint64_t x[kBatch];
     bool loaded = false;
     for (int k = 1; k < n; ++k) {
       const int q = (me + k) % n;  // peers in a rotated order, so that not every rank hits rank 0 first
       if (!oneShotSendsTo<C>(me, q, root)) continue;
       if (C == algo::Coll::kReduceScatter || !loaded) {
 #pragma unroll
-        for (int u = 0; u < kOneShotBatch; ++u) {
+        for (int u = 0; u < kBatch; ++u) {
           const size_t w = base + u * stride;
           if (w < nWords) x[u] = plainRead(in(C == algo::Coll::kReduceScatter ? q : me), w, valid(w));
         }
@@ -128,7 +126,7 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
       }
       uint4* dst = oneShotBlock(o.regions[q], o, n, parity, me) + firstWord;
 #pragma unroll
-      for (int u = 0; u < kOneShotBatch; ++u) {
+      for (int u = 0; u < kBatch; ++u) {
         const size_t w = base + u * stride;
         if (w < nWords) {
           storeVolatile(dst + w,
@@ -138,40 +136,43 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
     }
   }
 
-  // 2. The same words from every sender (and this rank's own), kLlUnroll at a time: the loads of a
-  // group are issued together and re-issued together until all carry the flag.
+  // 2. The same words from every sender (and this rank's own), kBatch at a time. The loads of
+  // this rank's words go out first and those of each sender's lines right behind them, so one memory
+  // latency covers the batch; lines not there yet are re-read together until all carry the flag.
   const bool receives = C == algo::Coll::kBroadcast ? me != root : C == algo::Coll::kReduce ? me == root : true;
   const bool copiesOwn = C == algo::Coll::kBroadcast && me == root && a.input != a.output;
+  const bool usesOwn = kCombines || C == algo::Coll::kAllGather || copiesOwn;
   const int postDivisor = a.work.postOp ? n : 0;
-  for (size_t base = tid; base < nWords && !aborted && (receives || copiesOwn); base += kLlUnroll * stride) {
-    uint64_t acc[kLlUnroll];
-    for (int q = 0; q < n && !aborted; ++q) {
-      const bool own = q == me && (kCombines || C == algo::Coll::kAllGather || copiesOwn);
-      if (!own && !oneShotReceivesFrom<C>(me, q, root)) continue;
-      uint64_t x[kLlUnroll];
-      if (own) {
+  for (size_t base = tid; base < nWords && !aborted && (receives || copiesOwn); base += kBatch * stride) {
+    uint64_t own[kBatch], acc[kBatch];
+    if (usesOwn) {
 #pragma unroll
-        for (int u = 0; u < kLlUnroll; ++u) {
-          const size_t w = base + u * stride;
-          if (w < nWords) x[u] = plainRead(in(me), w, valid(w));
-        }
+      for (int u = 0; u < kBatch; ++u) {
+        const size_t w = base + u * stride;
+        if (w < nWords) own[u] = plainRead(in(me), w, valid(w));
+      }
+    }
+    for (int q = 0; q < n && !aborted; ++q) {
+      const bool isOwn = q == me && usesOwn;
+      if (!isOwn && !oneShotReceivesFrom<C>(me, q, root)) continue;
+      uint4 v[kBatch];  // the sender's lines (data in x and z)
+      if (isOwn) {
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u)
+          v[u] = make_uint4(static_cast<uint32_t>(own[u]), 0, static_cast<uint32_t>(own[u] >> 32), 0);
       } else {
         const uint4* src = oneShotBlock(o.regions[me], o, n, parity, q) + firstWord;
         unsigned missing = 0;
 #pragma unroll
-        for (int u = 0; u < kLlUnroll; ++u) missing |= base + u * stride < nWords ? 1u << u : 0u;
+        for (int u = 0; u < kBatch; ++u) missing |= base + u * stride < nWords ? 1u << u : 0u;
         for (int spins = 0; missing != 0 && !aborted;) {
-          uint4 v[kLlUnroll];
 #pragma unroll
-          for (int u = 0; u < kLlUnroll; ++u) {
+          for (int u = 0; u < kBatch; ++u) {
             if (missing & (1u << u)) v[u] = loadVolatile(src + base + u * stride);
           }
 #pragma unroll
-          for (int u = 0; u < kLlUnroll; ++u) {
-            if ((missing & (1u << u)) && v[u].y == flag && v[u].w == flag) {
-              x[u] = static_cast<uint64_t>(v[u].x) | (static_cast<uint64_t>(v[u].z) << 32);
-              missing &= ~(1u << u);
-            }
+          for (int u = 0; u < kBatch; ++u) {
+            if ((missing & (1u << u)) && v[u].y == flag && v[u].w == flag) missing &= ~(1u << u);
           }
           if (missing != 0 && ++spins == 4096) {
             spins = 0;
@@ -179,17 +180,19 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
           }
         }
       }
-      for (int u = 0; u < kLlUnroll && !aborted; ++u) {
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
         const size_t w = base + u * stride;
-        if (w >= nWords) continue;
+        if (w >= nWords || aborted) continue;
+        const uint64_t x = static_cast<uint64_t>(v[u].x) | (static_cast<uint64_t>(v[u].z) << 32);
         if (!kCombines) {
-          plainWrite(out(q), w, valid(w), x[u]);
+          plainWrite(out(q), w, valid(w), x);
         } else {
-          acc[u] = q == 0 ? x[u] : combine(acc[u], x[u]);
+          acc[u] = q == 0 ? x : combine(acc[u], x);
         }
       }
     }
-    for (int u = 0; u < kLlUnroll && !aborted && kCombines; ++u) {
+    for (int u = 0; u < kBatch && !aborted && kCombines; ++u) {
       const size_t w = base + u * stride;
       if (w < nWords) plainWrite(out(0), w, valid(w), postDivisor ? divideWord(acc[u], a.type, postDivisor) : acc[u]);
     }
@@ -205,6 +208,8 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
 
 // Combining words through combineWord (a call that switches on the type and op) costs as much as the
 // memory traffic at these sizes: the sums of the common floating types get their own inline copy.
+// Collectives that combine batch 4 words per thread (8 overflow the 128 registers a 512-thread CTA
+// may use); the others batch 8.
 template <class F>
 struct InlineSum {
   __device__ __forceinline__ uint64_t operator()(uint64_t acc, uint64_t x) const {
@@ -224,13 +229,17 @@ __device__ void oneShot(const KernelArgs& a) {
   if (C != algo::Coll::kAllGather && C != algo::Coll::kBroadcast &&
       (a.op == 0 || a.op == 4)) {  // sum, avg (sum, then the division)
     switch (a.type) {
-      case 7: oneShotBody<C>(a, InlineSum<Plain<float, float>>{}); return;
-      case 9: oneShotBody<C>(a, InlineSum<Bf16Fmt>{}); return;
-      case 6: oneShotBody<C>(a, InlineSum<HalfFmt>{}); return;
+      case 7: oneShotBody<C, 4>(a, InlineSum<Plain<float, float>>{}); return;
+      case 9: oneShotBody<C, 4>(a, InlineSum<Bf16Fmt>{}); return;
+      case 6: oneShotBody<C, 4>(a, InlineSum<HalfFmt>{}); return;
       default: break;
     }
   }
-  oneShotBody<C>(a, AnyTypeAndOp{a.type, a.op});
+  if (C == algo::Coll::kAllGather || C == algo::Coll::kBroadcast) {
+    oneShotBody<C, 8>(a, AnyTypeAndOp{a.type, a.op});  // moves words, combines none
+  } else {
+    oneShotBody<C, 4>(a, AnyTypeAndOp{a.type, a.op});
+  }
 }
 
 }  // namespace

@@ -443,8 +443,10 @@ device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto 
   // bench/NOTES.md). The one-shot has no steps: every thread streams its own lines.
   const bool halve = proto == device::Proto::kLL && shape->algo != algo::Algo::kOneShot;
   const int threads = halve ? std::max(64, s.o.threads / 2) : s.o.threads;
+  const device::KernelKind kind =
+      shape->coll == algo::Coll::kNumColls ? device::KernelKind::kSendRecv : kernelKind(shape->coll, shape->algo);
   a.nLanes = shape->coll == algo::Coll::kNumColls ? 2 : algo::numLanes(shape->algo);
-  a.laneThreads = std::min(threads, device::kMaxBlockThreads / a.nLanes) / 32 * 32;
+  a.laneThreads = std::min(threads, device::maxBlockThreads(kind) / a.nLanes) / 32 * 32;
   return a;
 }
 
