@@ -150,7 +150,7 @@ Status Comm::connectGpu() {
   };
   for (const Range& r :
        {Range{param::Id::kNThreads, 64, 1024, 32}, Range{param::Id::kGpuSimpleBytes, 4096, 4 << 20, 4096},
-        Range{param::Id::kGpuLlBytes, 1024, 256 << 10, 1024}, Range{param::Id::kGpuOneShotBytes, 0, 8 << 20, 1024}}) {
+        Range{param::Id::kGpuLlBytes, 1024, 256 << 10, 1024}, Range{param::Id::kGpuOneShotBytes, 0, 16 << 20, 1024}}) {
     int64_t v = param::getInt(r.id);
     if (v < r.lo || v > r.hi || v % r.multiple != 0) {
       return invalidArgument(std::string(param::spec(r.id).name) + "=" + std::to_string(v) + " is not a multiple of " +
@@ -205,14 +205,17 @@ Status Comm::connectGpu() {
     o.simpleSlotBytes = std::min<size_t>(o.simpleSlotBytes, 128 * 1024);
     o.llSlotBytes = std::min<size_t>(o.llSlotBytes, 8 * 1024);
   }
-  // The one-shot all-reduce: for 2 to 8 ranks that reach each other's GPU memory, within 32 MiB.
+  // The one-shot algorithm: for 2 to 8 ranks that reach each other's GPU memory, within 32 MiB. Its
+  // CTAs need no FIFOs, so it may use more of them than the rings found, except where ranks share a
+  // GPU (all CTAs must be resident at once).
   if (!o.hostMemory && nranks_ > 1 && nranks_ <= device::kMaxOneShotRanks &&
       o.channels <= device::kMaxOneShotChannels) {
     const size_t budget = size_t{32} << 20;
     o.oneShotBytes = std::min<size_t>(static_cast<size_t>(param::getInt(param::Id::kGpuOneShotBytes)),
                                       budget / (device::kOneShotParities * 2 * nranks_) / 1024 * 1024);
+    o.oneShotChannels = sharing > 1 ? o.channels : device::kMaxOneShotChannels;
   }
-  plan_.tuner.setOneShotBytes(o.oneShotBytes);
+  plan_.tuner.setOneShot(o.oneShotBytes, o.oneShotChannels);
   o.commKey = idHash_;
   BRAID_RETURN_IF_ERROR(exec::CudaEngine::create(o, &gpu_));
   std::vector<exec::CudaExport> all(nranks_);

@@ -223,8 +223,8 @@ int CudaEngine::channels() const { return s_->o.channels; }
 
 Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<CudaEngine>* out) {
   if (options.oneShotBytes > 0 &&
-      (options.nranks > device::kMaxOneShotRanks || options.hostMemory ||
-       options.channels > device::kMaxOneShotChannels || options.oneShotBytes % device::kLlDataPerLine != 0)) {
+      (options.nranks > device::kMaxOneShotRanks || options.hostMemory || options.oneShotChannels < 1 ||
+       options.oneShotChannels > device::kMaxOneShotChannels || options.oneShotBytes % device::kLlDataPerLine != 0)) {
     return internalError("one-shot buffers asked for " + std::to_string(options.nranks) +
                          " ranks, host memory or more channels than it supports");
   }
@@ -368,7 +368,7 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
       s.oneShot.regions[q] = s.peerBases[q] + s.layouts[q].oneShot;
     }
     s.oneShot.lines = s.o.oneShotBytes / device::kLlDataPerLine;
-    s.oneShot.channels = s.o.channels;
+    s.oneShot.channels = s.o.oneShotChannels;
   }
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s.table, table.size() * sizeof(PeerConn))));
   BRAID_RETURN_IF_ERROR(cudaCheck(
@@ -479,8 +479,9 @@ Status CudaEngine::run(const CudaCall& call) {
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
   algo::CallShape shape = call.shape;
-  shape.nChannels = std::clamp(shape.nChannels, 1, s.o.channels);
-  if (shape.algo == algo::Algo::kOneShot && shape.count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
+  const bool oneShot = shape.algo == algo::Algo::kOneShot;
+  shape.nChannels = std::clamp(shape.nChannels, 1, oneShot ? s.o.oneShotChannels : s.o.channels);
+  if (oneShot && shape.count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
     return internalError("one-shot " + std::string(algo::collName(shape.coll)) + " of " + std::to_string(shape.count) +
                          " elements per block exceeds its " + std::to_string(s.o.oneShotBytes) + "-byte buffers");
   }

@@ -31,7 +31,8 @@ struct CudaEngineOptions {
   int threads = 512;                    // per CTA (lanes split it, at most 1024 in all)
   size_t simpleSlotBytes = 512 * 1024;  // Simple: data per FIFO slot
   size_t llSlotBytes = 32 * 1024;       // LL: data per FIFO slot (the slot holds twice this)
-  size_t oneShotBytes = 0;              // the largest one-shot all-reduce (0: no one-shot buffers)
+  size_t oneShotBytes = 0;              // the largest one-shot block (0: no one-shot buffers)
+  int oneShotChannels = 0;              // the most CTAs a one-shot call may have (<= kMaxOneShotChannels)
   algo::Geometry geometry;
   bool hostMemory = false;  // FIFOs in pinned, mapped shared host memory instead of GPU memory
   uint64_t commKey = 0;     // names the shared-memory arena (hostMemory)

@@ -31,8 +31,8 @@ constexpr Constant kLlEfficiency = {
     "flags and every line is polled (bench/NOTES.md)"};
 constexpr Constant kOneShotEfficiency = {
     0.17,
-    "measured: one-shot all-reduce of 1 MB on 32 CTAs took 18 us in a CUDA graph on 2 x H200, 13 us above its 8 B "
-    "time: 80 GB/s, 0.17 of 32 x 16 GB/s; half of every 16-byte line is flags (bench/NOTES.md)"};
+    "measured: one-shot all-reduce on 64 CTAs in a CUDA graph on 2 x H200, 2 MB 18.7 us and 4 MB 33.1 us: "
+    "~150 GB/s of data, 0.15-0.18 of 64 x 16 GB/s; half of every 16-byte line is flags (bench/NOTES.md)"};
 constexpr Constant kLl128Efficiency = {120.0 / 128.0, "LL128: 120 data bytes per 128-byte line"};
 constexpr Constant kSimpleEfficiency = {1.0, "Simple: whole slots of data"};
 constexpr Constant kGpuReduceGBs = {2800.0,
@@ -45,7 +45,8 @@ constexpr Constant kTreeBandwidthFactor = {0.7,
 constexpr Constant kLlBytesPerChannel = {16 * 1024.0, "estimate: LL channels are worth it from 16 KB each"};
 constexpr Constant kOneShotBytesPerChannel = {
     8 * 1024.0,
-    "measured: one-shot all-reduce in a graph, 1-32 CTAs: 64 KB fastest on 8, 256 KB on 16 (bench/NOTES.md)"};
+    "measured: one-shot all-reduce in a graph, 1-64 CTAs: 64 KB fastest on 8, 256 KB on 16-32, 1 MB and more on 64 "
+    "(bench/NOTES.md)"};
 constexpr Constant kLl128BytesPerChannel = {64 * 1024.0, "estimate"};
 constexpr Constant kSimpleBytesPerChannel = {256 * 1024.0, "estimate"};
 

@@ -37,6 +37,7 @@ struct Machine {
   double reduceGBs = 0;       // how fast one rank reduces (0: free)
   bool doubling = false;      // recursive doubling available
   size_t oneShotBytes = 0;    // the largest block the one-shot moves per peer (0: not offered)
+  int oneShotChannels = 0;    // the most CTAs it may use (it needs no FIFOs, so not `channels`)
 };
 
 /// The GPU machine of a search result for `nranks` ranks.

@@ -71,8 +71,12 @@ class Tuner {
   std::vector<std::string> crossovers(algo::Coll coll, size_t maxBytes) const;
 
   const Machine& machine() const { return machine_; }
-  /// What the executor reserved for the one-shot all-reduce (known once its buffers exist).
-  void setOneShotBytes(size_t bytes) { machine_.oneShotBytes = bytes; }
+  /// What the executor reserved for the one-shot algorithm (known once its buffers exist): the
+  /// largest block and the most CTAs.
+  void setOneShot(size_t bytes, int channels) {
+    machine_.oneShotBytes = bytes;
+    machine_.oneShotChannels = channels;
+  }
   int minChannels() const { return minChannels_; }
   int maxChannels() const { return maxChannels_; }
 

@@ -166,7 +166,7 @@ TEST(Tuner, OneShotOnlyWhereItsBuffersReach) {
   for (size_t bytes = 8; bytes <= (size_t(1) << 30); bytes *= 4)
     EXPECT_NE(without.decide(Coll::kAllReduce, bytes).algo, Algo::kOneShot) << bytes;
   Tuner with = tunerFor(m);
-  with.setOneShotBytes(size_t(1) << 20);
+  with.setOneShot(size_t(1) << 20, 64);
   Decision small = with.decide(Coll::kAllReduce, 8);
   EXPECT_EQ(small.algo, Algo::kOneShot) << describe(small);
   EXPECT_EQ(small.proto, Proto::kLL) << describe(small);
@@ -187,7 +187,7 @@ TEST(Tuner, OneShotOnlyWhereItsBuffersReach) {
   TunerConfig forced;
   forced.algorithm = "oneshot";
   Tuner only = tunerFor(m, forced);
-  only.setOneShotBytes(size_t(1) << 20);
+  only.setOneShot(size_t(1) << 20, 64);
   EXPECT_EQ(only.decide(Coll::kAllReduce, 1 << 20).algo, Algo::kOneShot);
   Decision big = only.decide(Coll::kAllReduce, 4 << 20);
   EXPECT_EQ(big.algo, Algo::kRing);
