@@ -216,6 +216,12 @@ Status Comm::connectGpu() {
     o.oneShotChannels = sharing > 1 ? o.channels : device::kMaxOneShotChannels;
   }
   plan_.tuner.setOneShot(o.oneShotBytes, o.oneShotChannels);
+  std::vector<GpuLayoutSettings> layouts(nranks_);
+  layouts[rank_] = {static_cast<int64_t>(o.simpleSlotBytes), static_cast<int64_t>(o.llSlotBytes),
+                    static_cast<int64_t>(o.oneShotBytes), o.channels, 0};
+  BRAID_RETURN_IF_ERROR(
+      bootstrap_->allGather(layouts.data(), sizeof(GpuLayoutSettings)).withContext("exchanging GPU buffer layouts"));
+  BRAID_RETURN_IF_ERROR(checkLayoutAgreement(layouts));
   o.commKey = idHash_;
   BRAID_RETURN_IF_ERROR(exec::CudaEngine::create(o, &gpu_));
   std::vector<exec::CudaExport> all(nranks_);

@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "algo/tree_builder.h"
 #include "core/log.h"
@@ -54,6 +56,25 @@ Status makeGpuPlan(bootstrap::Bootstrap& bootstrap, int cudaDevice, const CommCo
   BRAID_RETURN_IF_ERROR(topology::searchRings(plan.system, plan.places, config.maxCTAs, &plan.search));
   BRAID_RETURN_IF_ERROR(tune::Tuner::create(tune::gpuMachine(plan.search, n), tunerConfig(config), &plan.tuner));
   *out = std::move(plan);
+  return Status::ok();
+}
+
+Status checkLayoutAgreement(const std::vector<GpuLayoutSettings>& all) {
+  for (size_t r = 1; r < all.size(); ++r) {
+    const GpuLayoutSettings &a = all[0], &b = all[r];
+    const std::pair<const char*, std::pair<int64_t, int64_t>> fields[] = {
+        {"BRAID_GPU_SIMPLE_BYTES", {a.simpleSlotBytes, b.simpleSlotBytes}},
+        {"BRAID_GPU_LL_BYTES", {a.llSlotBytes, b.llSlotBytes}},
+        {"BRAID_GPU_ONESHOT_BYTES", {a.oneShotBytes, b.oneShotBytes}},
+        {"channels (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.channels, b.channels}}};
+    for (const auto& f : fields) {
+      if (f.second.first != f.second.second) {
+        return invalidUsage("rank " + std::to_string(r) + " lays out its GPU buffers with " + f.first + " = " +
+                            std::to_string(f.second.second) + " where rank 0 has " + std::to_string(f.second.first) +
+                            ": every rank must set the same value");
+      }
+    }
+  }
   return Status::ok();
 }
 

@@ -4,6 +4,7 @@
 // BRAID_DEBUG_SUBSYS=GRAPH also the reason for each choice.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,21 @@ struct CommPlan {
 /// Gathers the topology and every rank's (host, CUDA device), searches the rings and makes the
 /// tuner. `cudaDevice` is this rank's device.
 Status makeGpuPlan(bootstrap::Bootstrap& bootstrap, int cudaDevice, const CommConfig& config, CommPlan* out);
+
+/// What every rank's GPU buffers are laid out from. Each rank computes where its slots sit in a
+/// peer's arena from its own copy, so all ranks must hold the same values (they come from the
+/// environment of each process).
+struct GpuLayoutSettings {
+  int64_t simpleSlotBytes = 0;  // BRAID_GPU_SIMPLE_BYTES
+  int64_t llSlotBytes = 0;      // BRAID_GPU_LL_BYTES
+  int64_t oneShotBytes = 0;     // BRAID_GPU_ONESHOT_BYTES
+  int32_t channels = 0;         // from the search, BRAID_MIN_CTAS / BRAID_MAX_CTAS
+  int32_t pad = 0;
+};
+
+/// Ok when every rank's settings equal rank 0's; otherwise an invalid-usage error naming the first
+/// rank and setting that differ.
+Status checkLayoutAgreement(const std::vector<GpuLayoutSettings>& all);
 
 /// Per rank: parent and children in the two trees of the double binary tree over `ringOrder`
 /// ("3<-1[2,4]": rank 3's parent is 1, its children 2 and 4; the root has no "<-").

@@ -10,6 +10,7 @@
 
 #include "api/handles.h"
 #include "core/log.h"
+#include "core/plan.h"
 
 namespace {
 
@@ -24,6 +25,25 @@ braidConfig_t hostConfig(int blocking, int timeoutMs) {
 }
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// GPU buffers are laid out from each process's environment: a rank that differs is named, with the
+// setting, instead of reading another rank's slots at the wrong place.
+TEST(Comm, GpuLayoutSettingsMustAgree) {
+  using braid::core::GpuLayoutSettings;
+  const GpuLayoutSettings base{512 << 10, 32 << 10, 4 << 20, 30, 0};
+  std::vector<GpuLayoutSettings> all(3, base);
+  EXPECT_TRUE(braid::core::checkLayoutAgreement(all).isOk());
+  all[2].oneShotBytes = 1 << 20;
+  braid::Status s = braid::core::checkLayoutAgreement(all);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("rank 2"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("BRAID_GPU_ONESHOT_BYTES = 1048576"), std::string::npos) << s.message();
+  all[2] = base;
+  all[1].channels = 16;
+  s = braid::core::checkLayoutAgreement(all);
+  EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("channels"), std::string::npos) << s.message();
+}
 
 TEST(Comm, NonBlockingInitReportsInProgressThenSuccess) {
   braidUniqueId id;
