@@ -1,5 +1,5 @@
-// The one-shot algorithm (all-reduce, all-gather, reduce-scatter): one hop, no FIFO counters, no
-// barrier inside the data loop.
+// The one-shot algorithm (every collective): one hop, no FIFO counters, no barrier inside the data
+// loop.
 //
 // Each thread owns a set of 8-byte words of its channel's range. It
 //   1. loads each of its input words and stores it, as an LL line (4 data, flag, 4 data, flag, one
@@ -10,12 +10,15 @@
 // A word's line sits at the same place in every round, and the thread that writes it is the one
 // that reads the peer's line of the same word, so no thread waits for any other.
 //
-// Reuse without counters: the flag is the channel's epoch (calls so far) + 1, and calls alternate
-// between two parities of blocks. A rank writes parity p for call e + 2 only after its kernel for
-// call e + 1 finished, having read a line the peer wrote in call e + 1, which the peer's kernel
-// wrote after its kernel for call e, the last reader of parity p, had finished. The epochs live in
-// device memory, so CUDA graph replays advance them. Every channel's counter advances on every call
-// (CTA 0 advances those of the channels a call does not use), so all counters name the same call.
+// Reuse without counters: the flag is derived from the channel's epoch (one-shot calls so far), and
+// calls alternate between two parities of blocks. Every kernel first writes "started call e" into
+// each peer's header; before a rank stores into a peer's parity p for call e (e >= 2), it waits
+// until that peer has started call e - 1, so the peer's kernel for call e - 2, the last reader of
+// parity p, is over (kernels of one stream run in order). Data coming back does not prove it in
+// general: after a call in which data flowed one way only (broadcast, reduce, or two non-roots),
+// the peer may still be reading call e - 2. The epochs live in device memory, so CUDA graph
+// replays advance them. Every channel's counter advances on every call (CTA 0 advances those of the
+// channels a call does not use), so all counters name the same call.
 #pragma once
 
 #include "algo/work.h"
@@ -25,8 +28,10 @@
 namespace braid::device {
 namespace {
 
+// Never 0 (zeroed memory), and of an odd period (2^32 - 1), so that where it wraps the parity changes
+// too: a stale line could match only after 8.6e9 calls without a write to it.
 __device__ __forceinline__ uint32_t oneShotFlag(uint64_t epoch) {
-  return static_cast<uint32_t>(epoch & 0x7fffffff) + 1;
+  return static_cast<uint32_t>(epoch % 0xffffffffull) + 1;
 }
 
 // A region's header: the epoch of each channel, then, per rank q, the last call q started (+1).
@@ -89,23 +94,20 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
   auto valid = [&](size_t w) { return static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8); };
   bool aborted = false;
 
-  // 0. Tell every peer this call started (so the previous one is over). Where data flows one way
-  // (broadcast, reduce) the sender waits for that word from its receivers before it overwrites the
-  // parity they read two calls ago; elsewhere the data coming back proves it (see the top).
+  // 0. Tell every peer this call started (so its previous one is over), then wait until every rank
+  // this one sends to has started the previous call (see the top).
   if (tid == 0 && c == 0) {
     for (int q = 0; q < n; ++q) {
       if (q != me) storeVolatile64(oneShotStarted(o.regions[q]) + me, epoch + 1);
     }
   }
-  if (C == algo::Coll::kBroadcast || C == algo::Coll::kReduce) {
-    if (tid == 0 && epoch >= kOneShotParities) {
-      for (int q = 0; q < n && !aborted; ++q) {
-        if (oneShotSendsTo<C>(me, q, root))
-          aborted = !waitAtLeast(oneShotStarted(o.regions[me]) + q, epoch, false, a.abortFlag);
-      }
+  if (tid == 0 && epoch >= kOneShotParities) {
+    for (int q = 0; q < n && !aborted; ++q) {
+      if (oneShotSendsTo<C>(me, q, root))
+        aborted = !waitAtLeast(oneShotStarted(o.regions[me]) + q, epoch, false, a.abortFlag);
     }
-    __syncthreads();
   }
+  aborted = __syncthreads_or(aborted) != 0;
 
   // 1. Every word this thread owns goes to every receiver first: the stores fly while it waits
   // below. The loads of kBatch words are issued before any store (a store's asm is a compiler

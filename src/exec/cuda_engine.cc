@@ -244,7 +244,16 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
     BRAID_RETURN_IF_ERROR(mapHostArena(name, bytes, true, &s->hostMaps, &s->arena));  // zeroed by ftruncate
   } else {
     BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc (connection buffers)", cudaMalloc(&s->arena, bytes)));
-    BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemset", cudaMemset(s->arena, 0, bytes)));
+    // Zeroed before any peer can learn the address: on a stream of its own, waited for here, so that
+    // neither other streams' kernels (another communicator's, perhaps waiting for this init) are
+    // waited for nor a late memset erases a peer's first lines or flags.
+    cudaStream_t zero = nullptr;
+    BRAID_RETURN_IF_ERROR(
+        cudaCheck("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&zero, cudaStreamNonBlocking)));
+    cudaError_t err = cudaMemsetAsync(s->arena, 0, bytes, zero);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(zero);
+    cudaStreamDestroy(zero);
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemsetAsync (connection buffers)", err));
   }
   BRAID_RETURN_IF_ERROR(
       cudaCheck("cudaHostAlloc (abort flag)", cudaHostAlloc(&s->abortHost, sizeof(int), cudaHostAllocMapped)));

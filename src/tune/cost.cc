@@ -93,10 +93,9 @@ double busiestRankFactor(algo::Coll coll, algo::Algo a, int n) {
       int l = algo::floorLog2(n);
       return l + ((1 << l) == n ? 0 : 1);
     }
-    case algo::Algo::kOneShot:  // the whole message to every peer (a block each for all-gather and
-                                // reduce-scatter); reduce: every rank sends the root its input once
+    case algo::Algo::kOneShot:  // the whole message to (reduce: from) every peer; a block each for
+                                // all-gather and reduce-scatter
       return coll == algo::Coll::kAllGather || coll == algo::Coll::kReduceScatter ? static_cast<double>(n - 1) / n
-             : coll == algo::Coll::kReduce                                        ? 1
                                                                                   : n - 1;
     default: break;
   }
