@@ -470,6 +470,43 @@ TEST(GpuOneShot, MixedSizesBackToBackAndGraphReplays) {
   for (auto g : graphs) cudaGraphExecDestroy(g);
 }
 
+// One-way calls (broadcast, reduce) between two-way ones, many times back to back: a sender must
+// not reuse a parity its receiver may still read (the one-shot waits for the receiver's "started"
+// word; a review found the data-only argument hangs here).
+TEST(GpuOneShot, OneWayAndTwoWayCallsInterleaved) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  for (int nranks : {2, 3}) {
+    WorldOptions o;
+    o.nranks = nranks;
+    o.algorithm = "oneshot";
+    o.protocol = "ll";
+    World w(o);
+    ASSERT_EQ(w.error, "");
+    std::vector<Case> cases;
+    const std::tuple<Coll, size_t, int> pattern[] = {
+        {Coll::kAllReduce, 4099, 0},       {Coll::kBroadcast, 4099, 0},        {Coll::kAllReduce, 33, 0},
+        {Coll::kReduce, 4099, nranks - 1}, {Coll::kBroadcast, 65, nranks - 1}, {Coll::kAllGather, 1000, 0}};
+    for (auto [coll, count, root] : pattern) {
+      Case c;
+      c.coll = coll;
+      c.count = count;
+      c.root = root;
+      c.salt = static_cast<int>(cases.size());
+      cases.push_back(c);
+    }
+    std::vector<std::unique_ptr<CaseBuffers>> bufs;
+    for (const Case& c : cases) bufs.push_back(std::make_unique<CaseBuffers>(c, w));
+    for (int round = 0; round < 50; ++round) {
+      for (size_t i = 0; i < cases.size(); ++i) {
+        for (int r = 0; r < w.size(); ++r)
+          ASSERT_EQ(issue(cases[i], w, r, bufs[i]->send[r], bufs[i]->recv[r]), braidSuccess) << braidGetLastError();
+      }
+    }
+    ASSERT_TRUE(w.sync()) << w.error;
+    for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(bufs[i]->check(cases[i], w), "") << nranks << " ranks";
+  }
+}
+
 // CTA counts: the channel count is what the config pins.
 class GpuCtas : public testing::TestWithParam<int> {};
 
