@@ -31,7 +31,7 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
     core::addToGroupEstimate(comm->estimateUs(r));
     // A call held by a group reports through braidGroupEnd: name the call that failed there.
     std::string name(function);
-    return core::runOrDefer([comm, r, name]() { return comm->collective(r).withContext(name); });
+    return core::runOrDefer(comm.get(), [comm, r, name]() { return comm->collective(r).withContext(name); });
   });
 }
 

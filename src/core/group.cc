@@ -9,10 +9,22 @@
 namespace braid::core {
 namespace {
 thread_local int tlsDepth = 0;
-thread_local std::vector<std::function<Status()>> tlsHeld;
+// Held calls per communicator, in posting order; the communicators in first-use order.
+using HeldLists = std::vector<std::pair<const Comm*, std::vector<std::function<Status()>>>>;
+thread_local HeldLists tlsHeld;
 // Point-to-point batches per communicator, in posting order.
 thread_local std::map<Comm*, std::pair<std::shared_ptr<Comm>, std::vector<P2pRequest>>> tlsP2p;
 thread_local double tlsEstimateUs = 0;  // predicted time of the held calls
+
+// The held list of `comm` in `lists`, appended if it has none yet.
+std::vector<std::function<Status()>>& heldListOf(HeldLists* lists, const Comm* comm) {
+  for (auto& entry : *lists) {
+    if (entry.first == comm) return entry.second;
+  }
+  lists->emplace_back(comm, std::vector<std::function<Status()>>{});
+  return lists->back().second;
+}
+
 }  // namespace
 
 void addToGroupEstimate(double us) { tlsEstimateUs += us; }
@@ -35,28 +47,33 @@ Status groupStart() {
 Status groupEnd() {
   if (tlsDepth == 0) return invalidUsage("braidGroupEnd without a matching braidGroupStart on this thread");
   if (--tlsDepth > 0) return Status::ok();
+  HeldLists lists;
+  lists.swap(tlsHeld);
   for (auto& kv : tlsP2p) {
     std::shared_ptr<Comm> comm = kv.second.first;
     std::vector<P2pRequest> batch = std::move(kv.second.second);
-    tlsHeld.push_back([comm, batch] { return comm->p2p(batch); });
+    heldListOf(&lists, comm.get()).push_back([comm, batch] { return comm->p2p(batch); });
   }
   tlsP2p.clear();
   tlsEstimateUs = 0;
-  std::vector<std::function<Status()>> calls;
-  calls.swap(tlsHeld);
-  if (calls.empty()) return Status::ok();
-  std::vector<Status> results(calls.size());
+  if (lists.empty()) return Status::ok();
+  // One thread per communicator; its calls in order (the first error of a list ends that list).
+  auto runList = [](const std::vector<std::function<Status()>>& calls) {
+    for (const auto& call : calls) BRAID_RETURN_IF_ERROR(call());
+    return Status::ok();
+  };
+  std::vector<Status> results(lists.size());
   std::vector<std::thread> threads;
-  for (size_t i = 1; i < calls.size(); ++i) threads.emplace_back([&, i] { results[i] = calls[i](); });
-  results[0] = calls[0]();
+  for (size_t i = 1; i < lists.size(); ++i) threads.emplace_back([&, i] { results[i] = runList(lists[i].second); });
+  results[0] = runList(lists[0].second);
   for (std::thread& t : threads) t.join();
-  for (const Status& s : results) BRAID_RETURN_IF_ERROR(s);
+  for (const Status& st : results) BRAID_RETURN_IF_ERROR(st);
   return Status::ok();
 }
 
-Status runOrDefer(std::function<Status()> call) {
+Status runOrDefer(const Comm* comm, std::function<Status()> call) {
   if (tlsDepth == 0) return call();
-  tlsHeld.push_back(std::move(call));
+  heldListOf(&tlsHeld, comm).push_back(std::move(call));
   return Status::ok();
 }
 

@@ -1,7 +1,8 @@
 // Group state of the calling thread. braidGroupStart/End nest; calls made inside a group are held
-// and issued together at the outermost braidGroupEnd, each on its own thread, so that calls that
-// wait on each other (several communicators driven by one thread, matching sends and receives)
-// all complete. Outside a group a call runs at once.
+// and issued together at the outermost braidGroupEnd: each communicator's calls on a thread of
+// their own, in the order they were posted (its collectives, then its sends and receives as one
+// batch). Communicators that wait on each other (several driven by one thread) all complete, and
+// every rank issues one communicator's calls in the same order. Outside a group a call runs at once.
 #pragma once
 
 #include <functional>
@@ -17,10 +18,10 @@ Status groupStart();
 /// Ends one level; the outermost end runs the held calls and returns the first error.
 Status groupEnd();
 
-/// Runs `call` now, or holds it until the group ends.
-Status runOrDefer(std::function<Status()> call);
-
 class Comm;
+
+/// Runs `call` (a call of `comm`) now, or holds it until the group ends.
+Status runOrDefer(const Comm* comm, std::function<Status()> call);
 
 /// Runs `request` on `comm` now, or adds it to the group's batch for that communicator: a group's
 /// sends and receives on one communicator run together, as one call, at the group's end.

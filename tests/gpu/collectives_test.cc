@@ -507,6 +507,40 @@ TEST(GpuOneShot, OneWayAndTwoWayCallsInterleaved) {
   }
 }
 
+// Several collectives of one communicator in a group: launched in posting order on every rank
+// (braidGroupEnd runs each communicator's calls on one thread), so sizes that differ still pair up.
+TEST(GpuGroup, CollectivesOfOneCommunicatorKeepTheirOrder) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 2;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  std::vector<Case> cases;
+  const std::pair<Coll, size_t> calls[] = {{Coll::kAllReduce, 1},         {Coll::kAllReduce, 100003},
+                                           {Coll::kAllGather, 7},         {Coll::kAllReduce, 4099},
+                                           {Coll::kReduceScatter, 70001}, {Coll::kBroadcast, 1 << 20}};
+  for (auto [coll, count] : calls) {
+    Case c;
+    c.coll = coll;
+    c.count = count;
+    c.salt = static_cast<int>(cases.size());
+    cases.push_back(c);
+  }
+  std::vector<std::unique_ptr<CaseBuffers>> bufs;
+  for (const Case& c : cases) bufs.push_back(std::make_unique<CaseBuffers>(c, w));
+  for (int round = 0; round < 10; ++round) {
+    for (int r = 0; r < w.size(); ++r) {
+      cudaSetDevice(w.devices[r]);
+      ASSERT_EQ(braidGroupStart(), braidSuccess);
+      for (size_t i = 0; i < cases.size(); ++i)
+        ASSERT_EQ(issue(cases[i], w, r, bufs[i]->send[r], bufs[i]->recv[r]), braidSuccess) << braidGetLastError();
+      ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+    }
+  }
+  ASSERT_TRUE(w.sync()) << w.error;
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(bufs[i]->check(cases[i], w), "");
+}
+
 // CTA counts: the channel count is what the config pins.
 class GpuCtas : public testing::TestWithParam<int> {};
 
