@@ -404,52 +404,99 @@ INSTANTIATE_TEST_SUITE_P(
                     Config{3, "oneshot", "ll"}, Config{4, "oneshot", "ll"}),
     configName);
 
+// Calls of several shapes, each with its own buffers; the salts number them.
+struct CallSet {
+  std::vector<Case> cases;
+  std::vector<std::unique_ptr<CaseBuffers>> bufs;
+
+  CallSet(World& w, std::initializer_list<std::tuple<Coll, size_t, int>> calls) {
+    for (auto [coll, count, root] : calls) {
+      Case c;
+      c.coll = coll;
+      c.count = count;
+      c.root = (root % w.size() + w.size()) % w.size();  // -1: the last rank
+      c.salt = static_cast<int>(cases.size());
+      cases.push_back(c);
+      bufs.push_back(std::make_unique<CaseBuffers>(c, w));
+    }
+  }
+  // Rank r's call i; "" or the error.
+  std::string issueOne(World& w, size_t i, int r) {
+    if (issue(cases[i], w, r, bufs[i]->send[r], bufs[i]->recv[r]) == braidSuccess) return "";
+    return cases[i].describe() + ": rank " + std::to_string(r) + ": " + braidGetLastError();
+  }
+  // Every call for every rank, `rounds` times without waiting (each call on all ranks, then the
+  // next); with `grouped`, each rank's calls of a round in one braidGroupStart/End.
+  std::string issueAll(World& w, int rounds, bool grouped) {
+    for (int round = 0; round < rounds; ++round) {
+      if (grouped) {
+        for (int r = 0; r < w.size(); ++r) {
+          cudaSetDevice(w.devices[r]);
+          braidGroupStart();
+          for (size_t i = 0; i < cases.size(); ++i) {
+            std::string e = issueOne(w, i, r);
+            if (!e.empty()) return e;
+          }
+          if (braidGroupEnd() != braidSuccess) return std::string("braidGroupEnd: ") + braidGetLastError();
+        }
+        continue;
+      }
+      for (size_t i = 0; i < cases.size(); ++i) {
+        for (int r = 0; r < w.size(); ++r) {
+          std::string e = issueOne(w, i, r);
+          if (!e.empty()) return e;
+        }
+      }
+    }
+    return "";
+  }
+  // Waits, then checks every call against the reference.
+  std::string syncAndCheck(World& w) {
+    if (!w.sync()) return w.error;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      std::string e = bufs[i]->check(cases[i], w);
+      if (!e.empty()) return e;
+    }
+    return "";
+  }
+};
+
+WorldOptions oneShotWorld(int nranks) {
+  WorldOptions o;
+  o.nranks = nranks;
+  o.algorithm = "oneshot";
+  o.protocol = "ll";
+  return o;
+}
+
 // The one-shot's buffers are reused without counters, by alternating parities and a per-channel
 // epoch: calls of different collectives and sizes (so different channel counts) back to back
 // without waiting, then a graph of two calls replayed three times, must all match the reference.
+// Broadcast and reduce send one way; their senders wait for the receivers' "started" words.
 TEST(GpuOneShot, MixedSizesBackToBackAndGraphReplays) {
   if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
-  WorldOptions o;
-  o.nranks = 2;
-  o.algorithm = "oneshot";
-  o.protocol = "ll";
-  World w(o);
+  World w(oneShotWorld(2));
   ASSERT_EQ(w.error, "");
-  std::vector<Case> cases;
-  for (size_t count : {size_t{1}, size_t{70001}, size_t{7}, size_t{262144}, size_t{1023}, size_t{65}}) {
-    Case c;
-    c.count = count;
-    c.salt = static_cast<int>(cases.size());
-    cases.push_back(c);
-  }
-  // Broadcast and reduce send one way; their senders wait for the receivers' "started" words.
-  const std::tuple<Coll, size_t, int> more[] = {{Coll::kBroadcast, 70001, 0}, {Coll::kReduce, 1023, 1},
-                                                {Coll::kBroadcast, 7, 1},     {Coll::kAllGather, 65, 0},
-                                                {Coll::kReduce, 30000, 0},    {Coll::kReduceScatter, 1000, 0}};
-  for (auto [coll, count, root] : more) {
-    Case c;
-    c.coll = coll;
-    c.count = count;
-    c.root = root;
-    c.salt = static_cast<int>(cases.size());
-    cases.push_back(c);
-  }
-  std::vector<std::unique_ptr<CaseBuffers>> bufs;
-  for (const Case& c : cases) bufs.push_back(std::make_unique<CaseBuffers>(c, w));
-  for (int round = 0; round < 3; ++round) {
-    for (size_t i = 0; i < cases.size(); ++i) {
-      for (int r = 0; r < w.size(); ++r)
-        ASSERT_EQ(issue(cases[i], w, r, bufs[i]->send[r], bufs[i]->recv[r]), braidSuccess) << braidGetLastError();
-    }
-  }
-  ASSERT_TRUE(w.sync()) << w.error;
-  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(bufs[i]->check(cases[i], w), "");
+  CallSet set(w, {{Coll::kAllReduce, 1, 0},
+                  {Coll::kAllReduce, 70001, 0},
+                  {Coll::kAllReduce, 7, 0},
+                  {Coll::kAllReduce, 262144, 0},
+                  {Coll::kAllReduce, 1023, 0},
+                  {Coll::kAllReduce, 65, 0},
+                  {Coll::kBroadcast, 70001, 0},
+                  {Coll::kReduce, 1023, 1},
+                  {Coll::kBroadcast, 7, 1},
+                  {Coll::kAllGather, 65, 0},
+                  {Coll::kReduce, 30000, 0},
+                  {Coll::kReduceScatter, 1000, 0}});
+  ASSERT_EQ(set.issueAll(w, 3, false), "");
+  ASSERT_EQ(set.syncAndCheck(w), "");
   std::vector<cudaGraphExec_t> graphs(w.size());
   for (int r = 0; r < w.size(); ++r) {
     cudaSetDevice(w.devices[r]);
     ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    ASSERT_EQ(issue(cases[0], w, r, bufs[0]->send[r], bufs[0]->recv[r]), braidSuccess) << braidGetLastError();
-    ASSERT_EQ(issue(cases[1], w, r, bufs[1]->send[r], bufs[1]->recv[r]), braidSuccess) << braidGetLastError();
+    ASSERT_EQ(set.issueOne(w, 0, r), "");
+    ASSERT_EQ(set.issueOne(w, 1, r), "");
     cudaGraph_t g;
     ASSERT_EQ(cudaStreamEndCapture(w.streams[r], &g), cudaSuccess);
     ASSERT_EQ(cudaGraphInstantiate(&graphs[r], g, 0), cudaSuccess);
@@ -457,15 +504,15 @@ TEST(GpuOneShot, MixedSizesBackToBackAndGraphReplays) {
   }
   for (int replay = 0; replay < 3; ++replay) {
     for (int k = 0; k < 2; ++k) {
-      cases[k].salt = 10 + replay + k;
-      bufs[k]->upload(cases[k], w);
+      set.cases[k].salt = 100 + replay + k;
+      set.bufs[k]->upload(set.cases[k], w);
     }
     for (int r = 0; r < w.size(); ++r) {
       cudaSetDevice(w.devices[r]);
       ASSERT_EQ(cudaGraphLaunch(graphs[r], w.streams[r]), cudaSuccess);
     }
     ASSERT_TRUE(w.sync()) << w.error;
-    for (int k = 0; k < 2; ++k) ASSERT_EQ(bufs[k]->check(cases[k], w), "") << "replay " << replay;
+    for (int k = 0; k < 2; ++k) ASSERT_EQ(set.bufs[k]->check(set.cases[k], w), "") << "replay " << replay;
   }
   for (auto g : graphs) cudaGraphExecDestroy(g);
 }
@@ -476,34 +523,16 @@ TEST(GpuOneShot, MixedSizesBackToBackAndGraphReplays) {
 TEST(GpuOneShot, OneWayAndTwoWayCallsInterleaved) {
   if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
   for (int nranks : {2, 3}) {
-    WorldOptions o;
-    o.nranks = nranks;
-    o.algorithm = "oneshot";
-    o.protocol = "ll";
-    World w(o);
+    World w(oneShotWorld(nranks));
     ASSERT_EQ(w.error, "");
-    std::vector<Case> cases;
-    const std::tuple<Coll, size_t, int> pattern[] = {
-        {Coll::kAllReduce, 4099, 0},       {Coll::kBroadcast, 4099, 0},        {Coll::kAllReduce, 33, 0},
-        {Coll::kReduce, 4099, nranks - 1}, {Coll::kBroadcast, 65, nranks - 1}, {Coll::kAllGather, 1000, 0}};
-    for (auto [coll, count, root] : pattern) {
-      Case c;
-      c.coll = coll;
-      c.count = count;
-      c.root = root;
-      c.salt = static_cast<int>(cases.size());
-      cases.push_back(c);
-    }
-    std::vector<std::unique_ptr<CaseBuffers>> bufs;
-    for (const Case& c : cases) bufs.push_back(std::make_unique<CaseBuffers>(c, w));
-    for (int round = 0; round < 50; ++round) {
-      for (size_t i = 0; i < cases.size(); ++i) {
-        for (int r = 0; r < w.size(); ++r)
-          ASSERT_EQ(issue(cases[i], w, r, bufs[i]->send[r], bufs[i]->recv[r]), braidSuccess) << braidGetLastError();
-      }
-    }
-    ASSERT_TRUE(w.sync()) << w.error;
-    for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(bufs[i]->check(cases[i], w), "") << nranks << " ranks";
+    CallSet set(w, {{Coll::kAllReduce, 4099, 0},
+                    {Coll::kBroadcast, 4099, 0},
+                    {Coll::kAllReduce, 33, 0},
+                    {Coll::kReduce, 4099, -1},
+                    {Coll::kBroadcast, 65, -1},
+                    {Coll::kAllGather, 1000, 0}});
+    ASSERT_EQ(set.issueAll(w, 50, false), "");
+    EXPECT_EQ(set.syncAndCheck(w), "") << nranks << " ranks";
   }
 }
 
@@ -515,30 +544,14 @@ TEST(GpuGroup, CollectivesOfOneCommunicatorKeepTheirOrder) {
   o.nranks = 2;
   World w(o);
   ASSERT_EQ(w.error, "");
-  std::vector<Case> cases;
-  const std::pair<Coll, size_t> calls[] = {{Coll::kAllReduce, 1},         {Coll::kAllReduce, 100003},
-                                           {Coll::kAllGather, 7},         {Coll::kAllReduce, 4099},
-                                           {Coll::kReduceScatter, 70001}, {Coll::kBroadcast, 1 << 20}};
-  for (auto [coll, count] : calls) {
-    Case c;
-    c.coll = coll;
-    c.count = count;
-    c.salt = static_cast<int>(cases.size());
-    cases.push_back(c);
-  }
-  std::vector<std::unique_ptr<CaseBuffers>> bufs;
-  for (const Case& c : cases) bufs.push_back(std::make_unique<CaseBuffers>(c, w));
-  for (int round = 0; round < 10; ++round) {
-    for (int r = 0; r < w.size(); ++r) {
-      cudaSetDevice(w.devices[r]);
-      ASSERT_EQ(braidGroupStart(), braidSuccess);
-      for (size_t i = 0; i < cases.size(); ++i)
-        ASSERT_EQ(issue(cases[i], w, r, bufs[i]->send[r], bufs[i]->recv[r]), braidSuccess) << braidGetLastError();
-      ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
-    }
-  }
-  ASSERT_TRUE(w.sync()) << w.error;
-  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(bufs[i]->check(cases[i], w), "");
+  CallSet set(w, {{Coll::kAllReduce, 1, 0},
+                  {Coll::kAllReduce, 100003, 0},
+                  {Coll::kAllGather, 7, 0},
+                  {Coll::kAllReduce, 4099, 0},
+                  {Coll::kReduceScatter, 70001, 0},
+                  {Coll::kBroadcast, 1 << 20, 0}});
+  ASSERT_EQ(set.issueAll(w, 10, true), "");
+  EXPECT_EQ(set.syncAndCheck(w), "");
 }
 
 // CTA counts: the channel count is what the config pins.
