@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/param.h"
+#include "exec/cuda_engine.h"
 #include "topology/topo_xml.h"
 #include "tune/fit.h"
 #include "tune/tuner.h"
@@ -145,6 +147,13 @@ int main(int argc, char** argv) {
   if (st.isOk()) st = topology::searchRings(system, ranks, 32, &search);
   tune::Tuner tuner;
   if (st.isOk()) st = tune::Tuner::create(tune::gpuMachine(search, static_cast<int>(ranks.size())), {}, &tuner);
+  // The one-shot as a communicator of these ranks would reserve it (BRAID_GPU_ONESHOT_BYTES), taking
+  // every GPU pair of a host to reach each other directly.
+  if (st.isOk() && search.hosts == 1) {
+    size_t block = exec::oneShotBlockLimit(static_cast<int>(ranks.size()),
+                                           static_cast<size_t>(param::getInt(param::Id::kGpuOneShotBytes)));
+    tuner.setOneShot(block, block == 0 ? 0 : device::kMaxOneShotChannels);
+  }
   if (!st.isOk()) {
     std::fprintf(stderr, "braid-tune: %s\n", st.message().c_str());
     return 1;
@@ -152,9 +161,9 @@ int main(int argc, char** argv) {
   const tune::Machine& m = tuner.machine();
   std::printf(
       "# %s: %d ranks on %d host(s); %d channel(s) of %.1f GB/s; hop %.2f us inside hosts, %.2f us between;"
-      " LL128 %s\n",
+      " LL128 %s; one-shot blocks up to %zu bytes\n",
       file.c_str(), m.nranks, m.hosts, m.channels, m.channelGBs, m.intraHopUs, m.interHopUs,
-      m.ll128Capable ? "allowed (NVLink)" : "not allowed");
+      m.ll128Capable ? "allowed (NVLink)" : "not allowed", m.oneShotBytes);
   std::fputs(tuner.table(maxBytes).c_str(), stdout);
   std::printf("# all-reduce crossovers:");
   for (const std::string& c : tuner.crossovers(algo::Coll::kAllReduce, maxBytes)) std::printf("  [%s]", c.c_str());

@@ -129,7 +129,6 @@ Status Comm::planGpu() {
     plan_.search.rings.push_back(ring);
     return tune::Tuner::create(tune::gpuMachine(plan_.search, nranks_), tunerConfig(config_), &plan_.tuner);
   }
-  if (rank_ == 0) logPlan(plan_);
   return Status::ok();
 }
 
@@ -208,12 +207,9 @@ Status Comm::connectGpu() {
   // The one-shot algorithm: for 2 to 8 ranks that reach each other's GPU memory, within 32 MiB. Its
   // CTAs need no FIFOs, so it may use more of them than the rings found, except where ranks share a
   // GPU (all CTAs must be resident at once).
-  if (!o.hostMemory && nranks_ > 1 && nranks_ <= device::kMaxOneShotRanks &&
-      o.channels <= device::kMaxOneShotChannels) {
-    const size_t budget = size_t{32} << 20;
-    o.oneShotBytes = std::min<size_t>(static_cast<size_t>(param::getInt(param::Id::kGpuOneShotBytes)),
-                                      budget / (device::kOneShotParities * 2 * nranks_) / 1024 * 1024);
-    o.oneShotChannels = sharing > 1 ? o.channels : device::kMaxOneShotChannels;
+  if (!o.hostMemory && o.channels <= device::kMaxOneShotChannels) {
+    o.oneShotBytes = exec::oneShotBlockLimit(nranks_, static_cast<size_t>(param::getInt(param::Id::kGpuOneShotBytes)));
+    o.oneShotChannels = o.oneShotBytes == 0 ? 0 : sharing > 1 ? o.channels : device::kMaxOneShotChannels;
   }
   plan_.tuner.setOneShot(o.oneShotBytes, o.oneShotChannels);
   std::vector<GpuLayoutSettings> layouts(nranks_);
@@ -234,6 +230,9 @@ Status Comm::connectGpu() {
   std::vector<int> mapped(nranks_, 1);
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(mapped.data(), sizeof(int)).withContext("GPU connections"));
   gpu_->connected();
+  // Rank 0 logs the plan now that the tuner knows the one-shot's limits (not when the topology could
+  // not be planned: the default ring was warned about).
+  if (rank_ == 0 && !plan_.system.hosts.empty()) logPlan(plan_);
   return Status::ok();
 }
 

@@ -104,6 +104,9 @@ void logPlan(const CommPlan& plan) {
   BRAID_INFO(log::Subsys::kGraph, "rings:\n", topology::describeSearch(plan.search));
   BRAID_INFO(log::Subsys::kGraph, "trees (rank<-parent[children]):\n", describeTrees(plan.search.rings[0].ranks));
   for (const std::string& why : plan.search.reasons) BRAID_INFO(log::Subsys::kGraph, "why: ", why);
+  const tune::Machine& m = plan.tuner.machine();
+  BRAID_INFO(log::Subsys::kTune, "one-shot: blocks up to ", m.oneShotBytes, " bytes on up to ", m.oneShotChannels,
+             " CTAs", m.oneShotBytes == 0 ? " (not offered)" : "");
   BRAID_INFO(log::Subsys::kTune, "decisions (algorithm/protocol channels predicted time):\n",
              plan.tuner.table(size_t{1} << 32));
 }

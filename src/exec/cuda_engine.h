@@ -102,6 +102,16 @@ class CudaEngine {
   std::unique_ptr<State> s_;
 };
 
+/// The largest one-shot block (bytes) `nranks` ranks reserve for when `wanted` is asked: 0 outside
+/// 2..kMaxOneShotRanks ranks; otherwise `wanted`, lowered so that a rank's region (4 x nranks x the
+/// block) stays within 32 MiB.
+inline size_t oneShotBlockLimit(int nranks, size_t wanted) {
+  if (nranks < 2 || nranks > device::kMaxOneShotRanks) return 0;
+  const size_t budget = size_t{32} << 20;
+  const size_t cap = budget / (static_cast<size_t>(device::kOneShotParities) * 2 * nranks) / 1024 * 1024;
+  return wanted < cap ? wanted : cap;
+}
+
 /// Elements of `type` one slot carries: the chunk every Prims operation moves.
 size_t slotElems(const CudaEngineOptions& options, device::Proto proto, size_t elemSize);
 
