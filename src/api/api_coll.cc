@@ -15,23 +15,25 @@ namespace {
 braidResult_t collective(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle,
                          algo::Coll coll, braidStream_t stream) {
   return guard(function, [&]() -> Status {
-    std::shared_ptr<core::Comm> comm;
-    BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
-    BRAID_RETURN_IF_ERROR(checkCollective(shape, args, comm->rank(), comm->nranks()));
-    core::CollRequest r;
-    r.coll = coll;
-    r.sendbuff = args.sendbuff;
-    r.recvbuff = const_cast<void*>(args.recvbuff);
-    r.count = args.count;
-    r.type = args.type;
-    r.op = args.op;
-    r.root = args.rootOrPeer;
-    r.stream = stream;
-    if (core::groupDepth() == 0) return comm->collective(r);  // the common case: nothing to hold
-    core::addToGroupEstimate(comm->estimateUs(r));
-    // A call held by a group reports through braidGroupEnd: name the call that failed there.
-    std::string name(function);
-    return core::runOrDefer(comm.get(), [comm, r, name]() { return comm->collective(r).withContext(name); });
+    return core::failGroup([&]() -> Status {
+      std::shared_ptr<core::Comm> comm;
+      BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
+      BRAID_RETURN_IF_ERROR(checkCollective(shape, args, comm->rank(), comm->nranks()));
+      core::CollRequest r;
+      r.coll = coll;
+      r.sendbuff = args.sendbuff;
+      r.recvbuff = const_cast<void*>(args.recvbuff);
+      r.count = args.count;
+      r.type = args.type;
+      r.op = args.op;
+      r.root = args.rootOrPeer;
+      r.stream = stream;
+      if (core::groupDepth() == 0) return comm->collective(r);  // the common case: nothing to hold
+      core::addToGroupEstimate(comm->estimateUs(r));
+      // A call held by a group reports through braidGroupEnd: name the call that failed there.
+      std::string name(function);
+      return core::runOrDefer(comm.get(), [comm, r, name]() { return comm->collective(r).withContext(name); });
+    }());
   });
 }
 
@@ -39,52 +41,54 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
 braidResult_t pointToPoint(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle,
                            bool isAllToAll, bool isSend, braidStream_t stream) {
   return guard(function, [&]() -> Status {
-    std::shared_ptr<core::Comm> comm;
-    BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
-    BRAID_RETURN_IF_ERROR(checkCollective(shape, args, comm->rank(), comm->nranks()));
-    if (!isAllToAll) {
-      core::P2pRequest r;
-      r.isSend = isSend;
-      r.buffer = isSend ? args.sendbuff : args.recvbuff;
-      r.count = args.count;
-      r.type = args.type;
-      r.peer = args.rootOrPeer;
-      r.stream = stream;
-      return core::runOrDeferP2p(comm, r);
-    }
-    // All-to-all: one send and one receive per peer. In place, the input is staged first, since a
-    // block is received over the block that still has to be sent.
-    size_t block = args.count * core::typeSize(args.type);
-    const char* send = static_cast<const char*>(args.sendbuff);
-    std::shared_ptr<void> staging;
-    if (args.sendbuff == args.recvbuff && block > 0 && comm->cudaDevice() >= 0) {
-      return invalidUsage("in-place all-to-all on a GPU communicator is not supported yet: pass separate buffers");
-    }
-    if (args.sendbuff == args.recvbuff && block > 0) {
-      auto copy = std::make_shared<std::vector<char>>(send, send + block * comm->nranks());
-      send = copy->data();
-      staging = copy;
-    }
-    // One group around all messages, so they run together (inside a user's group: with it).
-    BRAID_RETURN_IF_ERROR(core::groupStart());
-    Status st;
-    for (int q = 0; q < comm->nranks() && st.isOk(); ++q) {
-      core::P2pRequest s, r;
-      s.isSend = true;
-      s.buffer = send + q * block;
-      r.isSend = false;
-      r.buffer = static_cast<const char*>(args.recvbuff) + q * block;
-      s.count = r.count = args.count;
-      s.type = r.type = args.type;
-      s.peer = r.peer = q;
-      s.stream = r.stream = stream;
-      s.keepAlive = staging;
-      st = core::runOrDeferP2p(comm, s);
-      if (st.isOk()) st = core::runOrDeferP2p(comm, r);
-    }
-    Status end = core::groupEnd();
-    BRAID_RETURN_IF_ERROR(st);
-    return end;
+    return core::failGroup([&]() -> Status {
+      std::shared_ptr<core::Comm> comm;
+      BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
+      BRAID_RETURN_IF_ERROR(checkCollective(shape, args, comm->rank(), comm->nranks()));
+      if (!isAllToAll) {
+        core::P2pRequest r;
+        r.isSend = isSend;
+        r.buffer = isSend ? args.sendbuff : args.recvbuff;
+        r.count = args.count;
+        r.type = args.type;
+        r.peer = args.rootOrPeer;
+        r.stream = stream;
+        return core::runOrDeferP2p(comm, r);
+      }
+      // All-to-all: one send and one receive per peer. In place, the input is staged first, since a
+      // block is received over the block that still has to be sent.
+      size_t block = args.count * core::typeSize(args.type);
+      const char* send = static_cast<const char*>(args.sendbuff);
+      std::shared_ptr<void> staging;
+      if (args.sendbuff == args.recvbuff && block > 0 && comm->cudaDevice() >= 0) {
+        return invalidUsage("in-place all-to-all on a GPU communicator is not supported yet: pass separate buffers");
+      }
+      if (args.sendbuff == args.recvbuff && block > 0) {
+        auto copy = std::make_shared<std::vector<char>>(send, send + block * comm->nranks());
+        send = copy->data();
+        staging = copy;
+      }
+      // One group around all messages, so they run together (inside a user's group: with it).
+      BRAID_RETURN_IF_ERROR(core::groupStart());
+      Status st;
+      for (int q = 0; q < comm->nranks() && st.isOk(); ++q) {
+        core::P2pRequest s, r;
+        s.isSend = true;
+        s.buffer = send + q * block;
+        r.isSend = false;
+        r.buffer = static_cast<const char*>(args.recvbuff) + q * block;
+        s.count = r.count = args.count;
+        s.type = r.type = args.type;
+        s.peer = r.peer = q;
+        s.stream = r.stream = stream;
+        s.keepAlive = staging;
+        st = core::runOrDeferP2p(comm, s);
+        if (st.isOk()) st = core::runOrDeferP2p(comm, r);
+      }
+      Status end = core::groupEnd();
+      BRAID_RETURN_IF_ERROR(st);
+      return end;
+    }());
   });
 }
 

@@ -59,7 +59,9 @@ Comm::Comm(const InitArgs& args)
 
 Comm::~Comm() {
   if (initThread_.joinable()) {
-    abort();
+    // A non-blocking init still under way is stopped; one that has finished leaves a communicator
+    // like any other, whose destroy waits for its work (aborting it would cut its kernels short).
+    if (state_.load(std::memory_order_acquire) == State::kInitializing) abort();
     initThread_.join();
   }
 }

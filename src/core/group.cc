@@ -15,6 +15,7 @@ thread_local HeldLists tlsHeld;
 // Point-to-point batches per communicator, in posting order.
 thread_local std::map<Comm*, std::pair<std::shared_ptr<Comm>, std::vector<P2pRequest>>> tlsP2p;
 thread_local double tlsEstimateUs = 0;  // predicted time of the held calls
+thread_local Status tlsFailure;         // the group's first failed call
 
 // The held list of `comm` in `lists`, appended if it has none yet.
 std::vector<std::function<Status()>>& heldListOf(HeldLists* lists, const Comm* comm) {
@@ -36,6 +37,7 @@ Status groupSimulateEnd(double* estimatedUs) {
   tlsHeld.clear();
   tlsP2p.clear();
   tlsEstimateUs = 0;
+  tlsFailure = Status::ok();
   return Status::ok();
 }
 
@@ -47,6 +49,14 @@ Status groupStart() {
 Status groupEnd() {
   if (tlsDepth == 0) return invalidUsage("braidGroupEnd without a matching braidGroupStart on this thread");
   if (--tlsDepth > 0) return Status::ok();
+  if (!tlsFailure.isOk()) {
+    Status failed = tlsFailure;
+    tlsHeld.clear();
+    tlsP2p.clear();
+    tlsEstimateUs = 0;
+    tlsFailure = Status::ok();
+    return failed.withContext("a call of the group failed, so none of its calls was issued");
+  }
   HeldLists lists;
   lists.swap(tlsHeld);
   for (auto& kv : tlsP2p) {
@@ -84,6 +94,11 @@ Status runOrDeferP2p(std::shared_ptr<Comm> comm, P2pRequest request) {
   entry.first = comm;
   entry.second.push_back(std::move(request));
   return Status::ok();
+}
+
+Status failGroup(Status s) {
+  if (!s.isOk() && tlsDepth > 0 && tlsFailure.isOk()) tlsFailure = s;
+  return s;
 }
 
 int groupDepth() { return tlsDepth; }

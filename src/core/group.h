@@ -27,6 +27,11 @@ Status runOrDefer(const Comm* comm, std::function<Status()> call);
 /// sends and receives on one communicator run together, as one call, at the group's end.
 Status runOrDeferP2p(std::shared_ptr<Comm> comm, P2pRequest request);
 
+/// Returns `s`. Inside a group, a failed call is also recorded: the outermost end then issues none of
+/// the group's calls and returns the first failure (as ncclGroupEnd does), so that no rank issues
+/// part of a group its peers issue whole.
+Status failGroup(Status s);
+
 /// Nesting depth of the calling thread's group (0 outside any group).
 int groupDepth();
 

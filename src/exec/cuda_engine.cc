@@ -520,12 +520,13 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pO
   for (const auto* list : {&sends, &recvs}) {
     for (const algo::P2pOp& op : *list) largest = std::max(largest, op.count);
   }
-  // LL for small messages, Simple otherwise; a channel per 256 KB of the largest message (the
-  // collectives' Simple figure in src/tune), at most kMaxP2pChannels.
-  const device::Proto proto = largest <= 64 * 1024 ? device::Proto::kLL : device::Proto::kSimple;
+  // Both ends of a message must cut it into the same channels and steps, and a rank knows only its
+  // own messages: every group runs Simple on all the send/recv channels. (Choosing by this rank's
+  // largest message let two ends of one message disagree: a hang.)
+  const device::Proto proto = device::Proto::kSimple;
   algo::CallShape shape;
   shape.coll = algo::Coll::kNumColls;  // marks send/recv: two lanes
-  shape.nChannels = static_cast<int>(std::clamp<size_t>(largest / (256 * 1024), 1, s.p2pChannels()));
+  shape.nChannels = s.p2pChannels();
   device::P2pKernelArgs p;
   p.base = kernelArgs(&shape, proto, braidUint8, braidSum);
   p.base.input = sendBase;

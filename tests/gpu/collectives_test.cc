@@ -554,6 +554,70 @@ TEST(GpuGroup, CollectivesOfOneCommunicatorKeepTheirOrder) {
   EXPECT_EQ(set.syncAndCheck(w), "");
 }
 
+// Send/recv with uneven sizes (an MoE-style all-to-all): each rank sees only its own messages, so
+// both ends of a message must cut it alike whatever else either of them sends.
+TEST(GpuSendRecv, UnevenMessagesAcrossRanks) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 3;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  const int n = w.size();
+  auto bytesOf = [](int from, int to) -> size_t {
+    return from == 0 && to == 1 ? size_t{1} << 20 : 4096 + 7 * from + 3 * to;
+  };
+  auto byteOf = [](int from, int to, size_t i) { return static_cast<unsigned char>(from * 31 + to * 7 + i * 13); };
+  std::vector<std::unique_ptr<DeviceBuffer>> send, recv;
+  std::vector<std::vector<size_t>> sendOff(n, std::vector<size_t>(n)), recvOff(n, std::vector<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    size_t sTotal = 0, rTotal = 0;
+    for (int q = 0; q < n; ++q) {
+      sendOff[r][q] = sTotal;
+      recvOff[r][q] = rTotal;
+      sTotal += q == r ? 0 : bytesOf(r, q);
+      rTotal += q == r ? 0 : bytesOf(q, r);
+    }
+    std::vector<unsigned char> host(sTotal);
+    for (int q = 0; q < n; ++q) {
+      for (size_t i = 0; q != r && i < bytesOf(r, q); ++i) host[sendOff[r][q] + i] = byteOf(r, q, i);
+    }
+    send.push_back(std::make_unique<DeviceBuffer>(w.devices[r], sTotal));
+    recv.push_back(std::make_unique<DeviceBuffer>(w.devices[r], rTotal));
+    cudaSetDevice(w.devices[r]);
+    cudaMemcpy(send[r]->ptr, host.data(), sTotal, cudaMemcpyHostToDevice);
+    cudaMemset(recv[r]->ptr, kPoison, rTotal);
+  }
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(braidGroupStart(), braidSuccess);
+    for (int r = 0; r < n; ++r) {
+      braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[r]);
+      for (int q = 0; q < n; ++q) {
+        if (q == r) continue;
+        ASSERT_EQ(
+            braidSend(static_cast<char*>(send[r]->ptr) + sendOff[r][q], bytesOf(r, q), braidUint8, q, w.comms[r], s),
+            braidSuccess)
+            << braidGetLastError();
+        ASSERT_EQ(
+            braidRecv(static_cast<char*>(recv[r]->ptr) + recvOff[r][q], bytesOf(q, r), braidUint8, q, w.comms[r], s),
+            braidSuccess)
+            << braidGetLastError();
+      }
+    }
+    ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  }
+  ASSERT_TRUE(w.sync()) << w.error;
+  for (int r = 0; r < n; ++r) {
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      std::vector<unsigned char> got(bytesOf(q, r));
+      cudaSetDevice(w.devices[r]);
+      cudaMemcpy(got.data(), static_cast<char*>(recv[r]->ptr) + recvOff[r][q], got.size(), cudaMemcpyDeviceToHost);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], byteOf(q, r, i)) << "rank " << r << " from " << q << " byte " << i;
+    }
+  }
+}
+
 // CTA counts: the channel count is what the config pins.
 class GpuCtas : public testing::TestWithParam<int> {};
 

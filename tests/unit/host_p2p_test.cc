@@ -169,3 +169,25 @@ TEST(HostGroup, CollectivesOfOneCommunicatorKeepTheirOrder) {
     }
   }
 }
+
+// A call that fails inside a group cancels the group: braidGroupEnd issues none of its calls and
+// returns the failure, and the next group starts clean (the call held before the failure was not
+// issued, or the later all-reduce would pair with it).
+TEST(HostGroup, AFailedCallCancelsTheGroup) {
+  const int n = 2;
+  Ranks ranks(n);
+  std::vector<std::vector<int64_t>> out(n, std::vector<int64_t>(100, -1));
+  ranks.run([&](int r) {
+    std::vector<int64_t> in(100, r + 1), held(100, -1);
+    EXPECT_EQ(braidGroupStart(), braidSuccess);
+    EXPECT_EQ(braidAllReduce(in.data(), held.data(), 100, braidInt64, braidSum, ranks[r], nullptr), braidSuccess);
+    EXPECT_NE(braidAllReduce(nullptr, held.data(), 100, braidInt64, braidSum, ranks[r], nullptr), braidSuccess);
+    EXPECT_NE(braidGroupEnd(), braidSuccess);
+    EXPECT_NE(std::string(braidGetLastError()).find("none of its calls was issued"), std::string::npos)
+        << braidGetLastError();
+    EXPECT_EQ(held[0], -1);  // not issued
+    EXPECT_EQ(braidAllReduce(in.data(), out[r].data(), 100, braidInt64, braidMax, ranks[r], nullptr), braidSuccess)
+        << braidGetLastError();
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(out[r][0], n) << "rank " << r;
+}
