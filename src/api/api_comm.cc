@@ -6,6 +6,7 @@
 #include "api/handles.h"
 #include "api/validate.h"
 #include "core/comm_init.h"
+#include "core/group.h"
 #include "core/log.h"
 
 namespace braid::api {
@@ -32,9 +33,16 @@ Status initRank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
   core::CommConfig defaults;
   BRAID_RETURN_IF_ERROR(core::defaultConfig(&defaults));
   BRAID_RETURN_IF_ERROR(core::applyUserConfig(config, defaults, &args.config));
+  // Inside a group a blocking init starts without waiting: one thread may create several ranks of
+  // the communicator in the group (ncclCommInitRank per device), and the group's end waits.
+  const bool deferred = core::groupDepth() > 0 && args.config.blocking;
+  if (deferred) args.config.blocking = 0;
   std::shared_ptr<core::Comm> comm;
   BRAID_RETURN_IF_ERROR(core::Comm::start(args, &comm));
-  return started(comm, out);
+  if (!deferred) return started(comm, out);
+  *out = registerComm(comm);
+  core::addGroupInit(comm);
+  return Status::ok();
 }
 
 // Query entry points share this shape: a live comm (any state) and a non-null output.

@@ -1,5 +1,6 @@
 #include "core/group.h"
 
+#include <chrono>
 #include <map>
 #include <thread>
 #include <vector>
@@ -16,6 +17,19 @@ thread_local HeldLists tlsHeld;
 thread_local std::map<Comm*, std::pair<std::shared_ptr<Comm>, std::vector<P2pRequest>>> tlsP2p;
 thread_local double tlsEstimateUs = 0;  // predicted time of the held calls
 thread_local Status tlsFailure;         // the group's first failed call
+// Communicators whose init the group started; the outermost end waits for them.
+thread_local std::vector<std::shared_ptr<Comm>> tlsInits;
+
+// Waits until every communicator of `inits` has finished its init; the first failure, if any.
+Status waitForInits(const std::vector<std::shared_ptr<Comm>>& inits) {
+  Status first;
+  for (const auto& comm : inits) {
+    while (comm->state() == Comm::State::kInitializing) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    Status s = comm->asyncError();
+    if (first.isOk() && !s.isOk()) first = s.withContext("communicator init in a group");
+  }
+  return first;
+}
 
 // The held list of `comm` in `lists`, appended if it has none yet.
 std::vector<std::function<Status()>>& heldListOf(HeldLists* lists, const Comm* comm) {
@@ -34,11 +48,14 @@ Status groupSimulateEnd(double* estimatedUs) {
   if (tlsDepth == 0) return invalidUsage("group simulation without a matching group start on this thread");
   *estimatedUs = tlsEstimateUs;
   if (--tlsDepth > 0) return Status::ok();
+  std::vector<std::shared_ptr<Comm>> inits;
+  inits.swap(tlsInits);
+  Status initFailed = waitForInits(inits);  // communicators are made, even when the calls are not
   tlsHeld.clear();
   tlsP2p.clear();
   tlsEstimateUs = 0;
   tlsFailure = Status::ok();
-  return Status::ok();
+  return initFailed;
 }
 
 Status groupStart() {
@@ -49,6 +66,10 @@ Status groupStart() {
 Status groupEnd() {
   if (tlsDepth == 0) return invalidUsage("braidGroupEnd without a matching braidGroupStart on this thread");
   if (--tlsDepth > 0) return Status::ok();
+  std::vector<std::shared_ptr<Comm>> inits;
+  inits.swap(tlsInits);
+  Status initFailed = waitForInits(inits);
+  if (!initFailed.isOk() && tlsFailure.isOk()) tlsFailure = initFailed;
   if (!tlsFailure.isOk()) {
     Status failed = tlsFailure;
     tlsHeld.clear();
@@ -95,6 +116,8 @@ Status runOrDeferP2p(std::shared_ptr<Comm> comm, P2pRequest request) {
   entry.second.push_back(std::move(request));
   return Status::ok();
 }
+
+void addGroupInit(std::shared_ptr<Comm> comm) { tlsInits.push_back(std::move(comm)); }
 
 Status failGroup(Status s) {
   if (!s.isOk() && tlsDepth > 0 && tlsFailure.isOk()) tlsFailure = s;

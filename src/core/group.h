@@ -27,6 +27,11 @@ Status runOrDefer(const Comm* comm, std::function<Status()> call);
 /// sends and receives on one communicator run together, as one call, at the group's end.
 Status runOrDeferP2p(std::shared_ptr<Comm> comm, P2pRequest request);
 
+/// Inside a group: `comm`'s init was started without waiting (a blocking init of one rank would wait
+/// for ranks the same thread creates later in the group); the outermost end waits for it first and
+/// returns its failure, if any.
+void addGroupInit(std::shared_ptr<Comm> comm);
+
 /// Returns `s`. Inside a group, a failed call is also recorded: the outermost end then issues none of
 /// the group's calls and returns the first failure (as ncclGroupEnd does), so that no rank issues
 /// part of a group its peers issue whole.

@@ -197,3 +197,24 @@ TEST(Comm, SplitOfThreadRanksOrdersByKey) {
 }
 
 }  // namespace
+
+// One thread makes every rank of a communicator inside a group (NCCL's pattern for several devices
+// per thread): each init returns at once, braidGroupEnd waits for all, and the communicators work.
+TEST(Comm, InitOfEveryRankFromOneThreadInAGroup) {
+  const int n = 3;
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = hostConfig(1, 20000);
+  std::vector<braidComm_t> comms(n, nullptr);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(braidCommInitRankConfig(&comms[r], n, id, r, &config), braidSuccess);
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  std::vector<std::vector<int32_t>> out(n, std::vector<int32_t>(5, -1));
+  std::vector<int32_t> in(5, 2);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < n; ++r)
+    ASSERT_EQ(braidAllReduce(in.data(), out[r].data(), 5, braidInt32, braidSum, comms[r], nullptr), braidSuccess);
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(out[r][4], 2 * n) << "rank " << r;
+  for (braidComm_t c : comms) EXPECT_EQ(braidCommDestroy(c), braidSuccess);
+}
