@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "exec/cuda_device.h"
 
 namespace braid::core {
 namespace {
@@ -89,14 +90,18 @@ Status groupEnd() {
   tlsEstimateUs = 0;
   if (lists.empty()) return Status::ok();
   // One thread per communicator; its calls in order (the first error of a list ends that list).
-  auto runList = [](const std::vector<std::function<Status()>>& calls) {
-    for (const auto& call : calls) BRAID_RETURN_IF_ERROR(call());
+  // A worker thread first makes the communicator's device current: the calls then find it so and
+  // leave it so, instead of restoring the new thread's device 0 (which would create a context there).
+  auto runList = [](const std::pair<const Comm*, std::vector<std::function<Status()>>>& list, bool worker) {
+    if (worker && list.first != nullptr && list.first->cudaDevice() >= 0)
+      BRAID_RETURN_IF_ERROR(exec::cudaSelectDevice(list.first->cudaDevice()));
+    for (const auto& call : list.second) BRAID_RETURN_IF_ERROR(call());
     return Status::ok();
   };
   std::vector<Status> results(lists.size());
   std::vector<std::thread> threads;
-  for (size_t i = 1; i < lists.size(); ++i) threads.emplace_back([&, i] { results[i] = runList(lists[i].second); });
-  results[0] = runList(lists[0].second);
+  for (size_t i = 1; i < lists.size(); ++i) threads.emplace_back([&, i] { results[i] = runList(lists[i], true); });
+  results[0] = runList(lists[0], false);
   for (std::thread& t : threads) t.join();
   for (const Status& st : results) BRAID_RETURN_IF_ERROR(st);
   return Status::ok();
