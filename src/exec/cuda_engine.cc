@@ -59,6 +59,9 @@ constexpr int kConnIds[] = {algo::kConnRing, algo::kConnTree0, algo::kConnTree1,
 // Channels that carry send/recv: a message of a few MB fills them, and each holds a FIFO to every rank.
 constexpr int kMaxP2pChannels = 16;
 
+// Send/recv messages up to this many bytes run LL on one channel; larger ones Simple on all.
+constexpr size_t kP2pLlBytes = 64 * 1024;
+
 // The peers `rank` exchanges data with on connection id `k` (both directions). Send/recv reaches
 // every rank, itself included (a message to itself goes through its own FIFO).
 std::vector<int> neighbours(const algo::Geometry& g, int rank, int k) {
@@ -516,29 +519,41 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pO
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
   algo::orderP2p(s.o.rank, s.o.nranks, &sends, &recvs);
-  size_t largest = 0;
-  for (const auto* list : {&sends, &recvs}) {
-    for (const algo::P2pOp& op : *list) largest = std::max(largest, op.count);
-  }
   // Both ends of a message must cut it into the same channels and steps, and a rank knows only its
-  // own messages: every group runs Simple on all the send/recv channels. (Choosing by this rank's
-  // largest message let two ends of one message disagree: a hang.)
-  const device::Proto proto = device::Proto::kSimple;
-  algo::CallShape shape;
-  shape.coll = algo::Coll::kNumColls;  // marks send/recv: two lanes
-  shape.nChannels = s.p2pChannels();
-  device::P2pKernelArgs p;
-  p.base = kernelArgs(&shape, proto, braidUint8, braidSum);
-  p.base.input = sendBase;
-  p.base.output = recvBase;
-  p.nSends = static_cast<int>(sends.size());
-  p.nRecvs = static_cast<int>(recvs.size());
-  std::copy(sends.begin(), sends.end(), p.sends);
-  std::copy(recvs.begin(), recvs.end(), p.recvs);
-  char range[160];
-  std::snprintf(range, sizeof(range), "%s %d send(s) %d recv(s) largest %zu B ch %d",
-                device::kernelName(device::KernelKind::kSendRecv, proto), p.nSends, p.nRecvs, largest, shape.nChannels);
-  return launch(stream, range, [&] { return device::launchP2pKernel(proto, shape.nChannels, p, stream); });
+  // own messages: the protocol and channels follow from each message's own size. Messages up to
+  // kP2pLlBytes go in an LL kernel on one channel, the others after it in a Simple kernel on every
+  // send/recv channel. Both ends put a message in the same kernel, and every rank launches its LL
+  // kernel first, so neither kernel waits on the other. (Choosing by the rank's largest message let
+  // the two ends of one message disagree: a hang.)
+  const auto small = [](const algo::P2pOp& op) { return op.count <= kP2pLlBytes; };
+  for (bool ll : {true, false}) {
+    std::vector<algo::P2pOp> classSends, classRecvs;
+    for (const algo::P2pOp& op : sends) {
+      if (small(op) == ll) classSends.push_back(op);
+    }
+    for (const algo::P2pOp& op : recvs) {
+      if (small(op) == ll) classRecvs.push_back(op);
+    }
+    if (classSends.empty() && classRecvs.empty()) continue;
+    const device::Proto proto = ll ? device::Proto::kLL : device::Proto::kSimple;
+    algo::CallShape shape;
+    shape.coll = algo::Coll::kNumColls;  // marks send/recv: two lanes
+    shape.nChannels = ll ? 1 : s.p2pChannels();
+    device::P2pKernelArgs p;
+    p.base = kernelArgs(&shape, proto, braidUint8, braidSum);
+    p.base.input = sendBase;
+    p.base.output = recvBase;
+    p.nSends = static_cast<int>(classSends.size());
+    p.nRecvs = static_cast<int>(classRecvs.size());
+    std::copy(classSends.begin(), classSends.end(), p.sends);
+    std::copy(classRecvs.begin(), classRecvs.end(), p.recvs);
+    char range[160];
+    std::snprintf(range, sizeof(range), "%s %d send(s) %d recv(s) ch %d",
+                  device::kernelName(device::KernelKind::kSendRecv, proto), p.nSends, p.nRecvs, shape.nChannels);
+    BRAID_RETURN_IF_ERROR(
+        launch(stream, range, [&] { return device::launchP2pKernel(proto, shape.nChannels, p, stream); }));
+  }
+  return Status::ok();
 }
 
 void CudaEngine::abort() {
