@@ -206,10 +206,10 @@ Status Comm::connectGpu() {
     o.simpleSlotBytes = std::min<size_t>(o.simpleSlotBytes, 128 * 1024);
     o.llSlotBytes = std::min<size_t>(o.llSlotBytes, 8 * 1024);
   }
-  // The one-shot algorithm: for 2 to 8 ranks that reach each other's GPU memory, within 32 MiB. Its
-  // CTAs need no FIFOs, so it may use more of them than the rings found, except where ranks share a
-  // GPU (all CTAs must be resident at once).
-  if (!o.hostMemory && o.channels <= device::kMaxOneShotChannels) {
+  // The one-shot algorithm, for ranks that reach each other's GPU memory (oneShotBlockLimit says how
+  // many ranks and how much). Its CTAs need no FIFOs, so it may use more of them than the rings
+  // found, except where ranks share a GPU (all CTAs must be resident at once).
+  if (!o.hostMemory) {
     o.oneShotBytes = exec::oneShotBlockLimit(nranks_, static_cast<size_t>(param::getInt(param::Id::kGpuOneShotBytes)));
     o.oneShotChannels = o.oneShotBytes == 0 ? 0 : sharing > 1 ? o.channels : device::kMaxOneShotChannels;
   }

@@ -11,6 +11,7 @@
 #include "api/handles.h"
 #include "core/log.h"
 #include "core/plan.h"
+#include "exec/cuda_engine.h"
 
 namespace {
 
@@ -43,6 +44,19 @@ TEST(Comm, GpuLayoutSettingsMustAgree) {
   s = braid::core::checkLayoutAgreement(all);
   EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("channels"), std::string::npos) << s.message();
+}
+
+// The one-shot's block: offered to 2..8 ranks, as asked, but lowered so that a rank's region
+// (4 x ranks x block) stays within 32 MiB.
+TEST(Comm, OneShotBlockLimit) {
+  using braid::exec::oneShotBlockLimit;
+  EXPECT_EQ(oneShotBlockLimit(1, 4 << 20), 0u);
+  EXPECT_EQ(oneShotBlockLimit(9, 4 << 20), 0u);
+  EXPECT_EQ(oneShotBlockLimit(2, 4 << 20), size_t{4} << 20);
+  EXPECT_EQ(oneShotBlockLimit(2, 16 << 20), size_t{4} << 20);
+  EXPECT_EQ(oneShotBlockLimit(8, 4 << 20), size_t{1} << 20);
+  EXPECT_EQ(oneShotBlockLimit(3, 64 << 10), size_t{64} << 10);
+  for (int n = 2; n <= 8; ++n) EXPECT_LE(4 * n * oneShotBlockLimit(n, 16 << 20), size_t{32} << 20) << n;
 }
 
 TEST(Comm, NonBlockingInitReportsInProgressThenSuccess) {
