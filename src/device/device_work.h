@@ -147,6 +147,12 @@ int launchKernel(KernelKind kind, Proto proto, int channels, const KernelArgs& a
 /// The same for the send/recv kernel (two lanes).
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream);
 
+/// Loads every kernel into the current device's context now. Under CUDA's lazy loading (the default)
+/// a kernel's first launch loads it, and loading may wait for the kernels already running: a kernel
+/// spinning on a peer whose own launch waits behind that load would never finish (ranks sharing a
+/// GPU, or one thread driving several). Returns the cudaError_t.
+int loadKernels();
+
 /// The kernel's name as profilers show it: "braid_AllReduce_Ring_LL".
 const char* kernelName(KernelKind kind, Proto proto);
 

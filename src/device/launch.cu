@@ -30,4 +30,15 @@ int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* 
 
 const char* kernelName(KernelKind kind, Proto proto) { return kernelFor(kind, proto).name; }
 
+int loadKernels() {
+  for (int p = 0; p < static_cast<int>(Proto::kNumProtos); ++p) {
+    for (int k = 0; k < static_cast<int>(KernelKind::kNumKinds); ++k) {
+      cudaFuncAttributes attr;
+      cudaError_t err = cudaFuncGetAttributes(&attr, kernelFor(static_cast<KernelKind>(k), static_cast<Proto>(p)).fn);
+      if (err != cudaSuccess) return static_cast<int>(err);
+    }
+  }
+  return 0;
+}
+
 }  // namespace braid::device

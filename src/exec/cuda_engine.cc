@@ -234,6 +234,7 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   auto s = std::make_unique<State>();
   s->o = options;
   DeviceScope scope(options.device);
+  BRAID_RETURN_IF_ERROR(cudaCheck("loading braid's kernels", static_cast<cudaError_t>(device::loadKernels())));
   const size_t llBytes = device::kSteps * options.llSlotBytes / device::kLlDataPerLine * device::kLlLineBytes;
   s->llOff = kSimpleOff + device::kSteps * options.simpleSlotBytes;
   s->blockBytes = (s->llOff + llBytes + 255) / 256 * 256;

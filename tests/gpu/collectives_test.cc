@@ -189,8 +189,8 @@ TEST_P(GpuCollectives, SendRecvAndAllToAll) {
         shiftOut.push_back(std::make_unique<DeviceBuffer>(w.devices[r], bytes));
         cudaSetDevice(w.devices[r]);
         cudaMemcpy(send[r]->ptr, in[r].data(), bytes * n, cudaMemcpyHostToDevice);
-        cudaMemset(recv[r]->ptr, kPoison, bytes * n);
-        cudaMemset(shiftOut[r]->ptr, kPoison, bytes);
+        poison(recv[r]->ptr, bytes * n);
+        poison(shiftOut[r]->ptr, bytes);
       }
       // Ring shift: rank r sends its first block to r+1 and receives r-1's.
       ASSERT_EQ(braidGroupStart(), braidSuccess);

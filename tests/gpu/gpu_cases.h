@@ -34,6 +34,14 @@ inline const char* collName(Coll c) {
 
 inline constexpr unsigned char kPoison = 0xA5;  // no input or result of these tests has this byte pattern
 
+/// Fills `bytes` at `p` (memory of the current device) with kPoison and waits: cudaMemset runs on the
+/// legacy stream, which the tests' non-blocking streams do not wait for, so a memset still in flight
+/// could overwrite a result.
+inline void poison(void* p, size_t bytes) {
+  cudaMemset(p, kPoison, bytes);
+  cudaDeviceSynchronize();
+}
+
 // Element i of rank r's input, stored as `type`.
 inline void fillInput(std::vector<unsigned char>* buf, size_t count, braidDataType_t type, int r, int salt) {
   size_t es = core::typeSize(type);
@@ -129,8 +137,8 @@ struct CaseBuffers {
         rb = static_cast<char*>(recvBufs.back()->ptr) + pad;
       }
       cudaSetDevice(w.devices[r]);
-      cudaMemset(c.inPlace ? static_cast<char*>(sendBufs.back()->ptr) + pad : rb, kPoison,
-                 c.inPlace ? std::max(inBytes, outBytes) : outBytes);
+      poison(c.inPlace ? static_cast<char*>(sendBufs.back()->ptr) + pad : rb,
+             c.inPlace ? std::max(inBytes, outBytes) : outBytes);
       cudaMemcpy(sb, in[r].data(), inBytes, cudaMemcpyHostToDevice);
       send.push_back(sb);
       recv.push_back(rb);
@@ -141,8 +149,8 @@ struct CaseBuffers {
     for (int r = 0; r < w.size(); ++r) {
       fillInput(&in[r], inElems(c.coll, c.count, w.size()), c.type, r, c.salt);
       cudaSetDevice(w.devices[r]);
+      if (!c.inPlace) poison(recv[r], outElems(c.coll, c.count, w.size()) * es);
       cudaMemcpy(const_cast<void*>(send[r]), in[r].data(), in[r].size(), cudaMemcpyHostToDevice);
-      if (!c.inPlace) cudaMemset(recv[r], kPoison, outElems(c.coll, c.count, w.size()) * es);
     }
   }
   // "" if every rank's output matches the reference, else the first difference.

@@ -136,7 +136,7 @@ TEST(GpuSendRecv, UnevenMessagesAcrossRanks) {
     recv.push_back(std::make_unique<DeviceBuffer>(w.devices[r], rTotal));
     cudaSetDevice(w.devices[r]);
     cudaMemcpy(send[r]->ptr, host.data(), sTotal, cudaMemcpyHostToDevice);
-    cudaMemset(recv[r]->ptr, kPoison, rTotal);
+    poison(recv[r]->ptr, rTotal);
   }
   for (int round = 0; round < 3; ++round) {
     ASSERT_EQ(braidGroupStart(), braidSuccess);
