@@ -25,6 +25,11 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   // never offered.
   m.ll128Capable = false;
   m.channels = static_cast<int>(search.rings.size());
+  // Rings inside one NVLink host take more channels than the search's per-channel figure gives:
+  // each ring channel's FIFOs are one connection, and more CTAs keep more stores in flight.
+  m.ringChannels = search.hosts == 1 && search.intraKind == topology::LinkKind::kNvLink
+                       ? std::max(m.channels, static_cast<int>(kNvlinkRingChannels.value))
+                       : m.channels;
   m.channelGBs = search.rings.empty() ? 1 : std::max(1e-3, search.rings[0].bandwidth);
   m.intraHopUs = search.intraLatencyUs;
   m.interHopUs = search.interLatencyUs;
