@@ -34,8 +34,6 @@ const char* kUsage =
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); with mpirun pass -x BRAID_COMM_ID=host:port.\n";
 
-bool parseBytes(const char* s, size_t* out) { return braid::core::parseByteSize(s, out); }
-
 bool parseInt(const char* s, int lo, int hi, int* out) {
   char* end = nullptr;
   long v = std::strtol(s, &end, 10);
@@ -97,10 +95,10 @@ bool parseOptions(int argc, char** argv, Options* o) {
     switch (isLong ? '-' : flag[1]) {
       case '-': ok = parseLong(flag, v, o); break;
       case 'C': ok = lookup(v, kColls, 7, &n), o->coll = static_cast<Coll>(n); break;
-      case 'b': ok = parseBytes(v, &o->minBytes); break;
-      case 'e': ok = parseBytes(v, &o->maxBytes); break;
+      case 'b': ok = braid::core::parseByteSize(v, &o->minBytes); break;
+      case 'e': ok = braid::core::parseByteSize(v, &o->maxBytes); break;
       case 'f': ok = (o->stepFactor = std::atof(v)) > 1, o->useFactor = true; break;
-      case 'i': ok = parseBytes(v, &o->stepBytes) && o->stepBytes > 0; break;
+      case 'i': ok = braid::core::parseByteSize(v, &o->stepBytes) && o->stepBytes > 0; break;
       case 'o': ok = lookup(v, kOps, 6, &o->opIndex); break;
       case 'd': ok = lookup(v, kTypes, 12, &n), o->type = static_cast<braidDataType_t>(n); break;
       case 'n': ok = parseInt(v, 1, 1 << 30, &o->iters); break;

@@ -33,6 +33,8 @@ const char* kernelName(KernelKind kind, Proto proto) { return kernelFor(kind, pr
 int loadKernels() {
   for (int p = 0; p < static_cast<int>(Proto::kNumProtos); ++p) {
     for (int k = 0; k < static_cast<int>(KernelKind::kNumKinds); ++k) {
+      // The one-shot kernels have one protocol: load them once.
+      if (p != 0 && k >= static_cast<int>(KernelKind::kAllReduceOneShot)) break;
       cudaFuncAttributes attr;
       cudaError_t err = cudaFuncGetAttributes(&attr, kernelFor(static_cast<KernelKind>(k), static_cast<Proto>(p)).fn);
       if (err != cudaSuccess) return static_cast<int>(err);
