@@ -21,9 +21,8 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   m.nranks = nranks;
   m.hosts = search.hosts;
   m.gpu = true;
-  // LL128 needs 128-byte stores that arrive whole (NVLink); braid has no LL128 kernels yet, so it is
-  // never offered.
-  m.ll128Capable = false;
+  // LL128 needs 128-byte stores that arrive whole: NVLink (or ranks sharing one GPU), one host.
+  m.ll128Capable = search.hosts == 1 && search.intraKind == topology::LinkKind::kNvLink;
   m.channels = static_cast<int>(search.rings.size());
   m.channelGBs = search.rings.empty() ? 1 : std::max(1e-3, search.rings[0].bandwidth);
   m.intraHopUs = search.intraLatencyUs;
