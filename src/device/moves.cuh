@@ -31,6 +31,7 @@ struct LaneCtx {
   int nthreads;
   int barrier;  // named barrier id of the lane (1..4: the double binary tree has four lanes)
   const volatile int* abortFlag;
+  int ll128Variant;  // DIAGNOSTIC (branch ll128): 1 fenced writer, 2 re-reading reader
 };
 
 /// Moves `m`; all threads of the lane call it. Simple: plain memory only. LL, LL128: returns false
@@ -329,6 +330,11 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
               if (__any_sync(kFullWarp, *lane.abortFlag != 0)) return false;
             }
           }
+          if (lane.ll128Variant == 2) {
+            __syncwarp();
+            __threadfence();
+            if (line < nLines) loadLine16(m.src[j] + line * kLl128LineBytes + pos * 16, &x[u][0], &x[u][1]);
+          }
         }
       }
 #pragma unroll
@@ -351,7 +357,13 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
         const size_t line = (g0 + u) * 4 + sub;
         const size_t w = line * kLl128DataWords + 2 * pos;
         if (line >= nLines) continue;
-        if (m.dstFlag[d] != 0) {
+        if (m.dstFlag[d] != 0 && lane.ll128Variant == 1) {
+          storeLine16(m.dst[d] + line * kLl128LineBytes + pos * 16, acc[u][0], pos == 7 ? 0 : acc[u][1]);
+          __syncwarp(__activemask());
+          __threadfence_system();
+          __syncwarp(__activemask());
+          if (pos == 7) *reinterpret_cast<volatile uint64_t*>(m.dst[d] + line * kLl128LineBytes + 120) = m.dstFlag[d];
+        } else if (m.dstFlag[d] != 0) {
           storeLine16(m.dst[d] + line * kLl128LineBytes + pos * 16, acc[u][0], pos == 7 ? m.dstFlag[d] : acc[u][1]);
         } else {
           if (w < nWords) plainWrite(m.dst[d], w, valid(w), acc[u][0]);

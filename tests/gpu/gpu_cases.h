@@ -164,15 +164,23 @@ struct CaseBuffers {
       cudaSetDevice(w.devices[r]);
       cudaMemcpy(got.data(), recv[r], got.size(), cudaMemcpyDeviceToHost);
       if (got == want) continue;
-      for (size_t i = 0; i < want.size() / es; ++i) {
+      // The first wrong element, and how many are wrong where: a pattern (one line, one step, the
+      // tail) points at the cause.
+      const size_t total = want.size() / es;
+      size_t first = total, last = 0, wrong = 0;
+      for (size_t i = 0; i < total; ++i) {
         if (std::memcmp(got.data() + i * es, want.data() + i * es, es) != 0) {
-          std::ostringstream m;
-          m << c.describe() << ": rank " << r << " element " << i << " is "
-            << exec::elementToDouble(got.data() + i * es, c.type) << ", expected "
-            << exec::elementToDouble(want.data() + i * es, c.type);
-          return m.str();
+          first = std::min(first, i);
+          last = i;
+          ++wrong;
         }
       }
+      std::ostringstream m;
+      m << c.describe() << ": rank " << r << " element " << first << " is "
+        << exec::elementToDouble(got.data() + first * es, c.type) << ", expected "
+        << exec::elementToDouble(want.data() + first * es, c.type) << " (" << wrong << " of " << total
+        << " elements wrong, from " << first << " to " << last << ")";
+      return m.str();
     }
     return "";
   }
