@@ -101,7 +101,6 @@ struct KernelArgs {
   size_t simpleSlotBytes = 0;
   int llSlotLines = 0;
   int ll128SlotLines = 0;
-  int ll128Variant = 0;  // DIAGNOSTIC: BRAID_LL128_VARIANT
   const volatile int* abortFlag = nullptr;  // mapped host memory: set by braidCommAbort
   OneShotArgs oneShot;
 };

@@ -15,7 +15,7 @@ namespace braid::device {
 template <KernelKind K, Proto P>
 __device__ __forceinline__ void runKernel(const KernelArgs& a) {
   const int lane = threadIdx.x / a.laneThreads;
-  LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag, a.ll128Variant};
+  LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag};
   algo::WorkArgs w = a.work;
   w.channel = blockIdx.x;
   DeviceBackend<P> b{a, ctx, w.channel};
@@ -42,7 +42,7 @@ template <Proto P>
 __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
   const KernelArgs& a = p.base;
   const int lane = threadIdx.x / a.laneThreads;
-  LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag, a.ll128Variant};
+  LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag};
   algo::WorkArgs w = a.work;
   w.channel = blockIdx.x;
   DeviceBackend<P> b{a, ctx, w.channel};

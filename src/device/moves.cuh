@@ -31,7 +31,6 @@ struct LaneCtx {
   int nthreads;
   int barrier;  // named barrier id of the lane (1..4: the double binary tree has four lanes)
   const volatile int* abortFlag;
-  int ll128Variant;  // DIAGNOSTIC (branch ll128): 1 fenced writer, 2 re-reading reader
 };
 
 /// Moves `m`; all threads of the lane call it. Simple: plain memory only. LL, LL128: returns false
@@ -281,12 +280,20 @@ constexpr int kLl128Unroll = 4;
 constexpr size_t kLl128DataWords = kLl128DataPerLine / 8;
 constexpr uint32_t kFullWarp = 0xffffffffu;
 
-__device__ __forceinline__ void loadLine16(const char* p, uint64_t* a, uint64_t* b) {
-  asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+// A thread's 16 bytes of a line, loaded or stored only where `on` (a predicate inside the asm, not
+// a branch: the 8 threads of a line must issue it as one instruction, so the warp stays converged).
+__device__ __forceinline__ void loadLine16If(bool on, const char* p, uint64_t* a, uint64_t* b) {
+  asm volatile(
+      "{ .reg .pred on; setp.ne.u32 on, %3, 0; @on ld.volatile.global.v2.u64 {%0,%1}, [%2]; }"
+      : "+l"(*a), "+l"(*b)
+      : "l"(p), "r"(static_cast<uint32_t>(on))
+      : "memory");
 }
 
-__device__ __forceinline__ void storeLine16(char* p, uint64_t a, uint64_t b) {
-  asm volatile("st.volatile.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+__device__ __forceinline__ void storeLine16If(bool on, char* p, uint64_t a, uint64_t b) {
+  asm volatile("{ .reg .pred on; setp.ne.u32 on, %3, 0; @on st.volatile.global.v2.u64 [%0], {%1,%2}; }" ::"l"(p),
+               "l"(a), "l"(b), "r"(static_cast<uint32_t>(on))
+               : "memory");
 }
 
 template <class Combine>
@@ -305,36 +312,35 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
     uint64_t acc[kLl128Unroll][2];
     for (int j = 0; j < m.nSrc; ++j) {
       uint64_t x[kLl128Unroll][2] = {};
-#pragma unroll
-      for (int u = 0; u < kLl128Unroll; ++u) {
-        const size_t line = (g0 + u) * 4 + sub;
-        const size_t w = line * kLl128DataWords + 2 * pos;
-        if (line >= nLines) continue;
-        if (m.srcFlag[j] != 0) {
-          loadLine16(m.src[j] + line * kLl128LineBytes + pos * 16, &x[u][0], &x[u][1]);
-        } else {
-          if (w < nWords) x[u][0] = plainRead(m.src[j], w, valid(w));
-          if (pos < 7 && w + 1 < nWords) x[u][1] = plainRead(m.src[j], w + 1, valid(w + 1));
-        }
-      }
       if (m.srcFlag[j] != 0) {
+        // A line's flag vouches for the data the other 7 threads loaded only if they loaded it in
+        // the same instruction: every load and reload of a line is issued by a converged warp.
         const uint64_t flag = m.srcFlag[j];
+        auto at = [&](int u) { return m.src[j] + ((g0 + u) * 4 + sub) * kLl128LineBytes + pos * 16; };
+        auto in = [&](int u) { return (g0 + u) * 4 + sub < nLines; };
+        __syncwarp();
+#pragma unroll
+        for (int u = 0; u < kLl128Unroll; ++u) loadLine16If(in(u), at(u), &x[u][0], &x[u][1]);
 #pragma unroll
         for (int u = 0; u < kLl128Unroll; ++u) {
-          const size_t line = (g0 + u) * 4 + sub;
           int spins = 0;
-          while (__any_sync(kFullWarp, line < nLines && pos == 7 && x[u][1] != flag)) {
-            if (line < nLines) loadLine16(m.src[j] + line * kLl128LineBytes + pos * 16, &x[u][0], &x[u][1]);
+          while (__any_sync(kFullWarp, in(u) && pos == 7 && x[u][1] != flag)) {
+            __syncwarp();
+            loadLine16If(in(u), at(u), &x[u][0], &x[u][1]);
             if (++spins == 4096) {
               spins = 0;
               if (__any_sync(kFullWarp, *lane.abortFlag != 0)) return false;
             }
           }
-          if (lane.ll128Variant == 2) {
-            __syncwarp();
-            __threadfence();
-            if (line < nLines) loadLine16(m.src[j] + line * kLl128LineBytes + pos * 16, &x[u][0], &x[u][1]);
-          }
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kLl128Unroll; ++u) {
+          const size_t line = (g0 + u) * 4 + sub;
+          const size_t w = line * kLl128DataWords + 2 * pos;
+          if (line >= nLines) continue;
+          if (w < nWords) x[u][0] = plainRead(m.src[j], w, valid(w));
+          if (pos < 7 && w + 1 < nWords) x[u][1] = plainRead(m.src[j], w + 1, valid(w + 1));
         }
       }
 #pragma unroll
@@ -350,25 +356,26 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
         acc[u][1] = divideWord(acc[u][1], type, m.postDivisor);
       }
     }
-    __syncwarp();  // the 8 threads of a line store it in one instruction
     for (int d = 0; d < m.nDst; ++d) {
+      if (m.dstFlag[d] != 0) {
+        // The 8 threads of a line store it, flag included, in one instruction of a converged warp:
+        // byte-wise copies of unaligned words and the flag thread's shorter path diverge it before.
+        __syncwarp();
+#pragma unroll
+        for (int u = 0; u < kLl128Unroll; ++u) {
+          const size_t line = (g0 + u) * 4 + sub;
+          storeLine16If(line < nLines, m.dst[d] + line * kLl128LineBytes + pos * 16, acc[u][0],
+                        pos == 7 ? m.dstFlag[d] : acc[u][1]);
+        }
+        continue;
+      }
 #pragma unroll
       for (int u = 0; u < kLl128Unroll; ++u) {
         const size_t line = (g0 + u) * 4 + sub;
         const size_t w = line * kLl128DataWords + 2 * pos;
         if (line >= nLines) continue;
-        if (m.dstFlag[d] != 0 && lane.ll128Variant == 1) {
-          storeLine16(m.dst[d] + line * kLl128LineBytes + pos * 16, acc[u][0], pos == 7 ? 0 : acc[u][1]);
-          __syncwarp(__activemask());
-          __threadfence_system();
-          __syncwarp(__activemask());
-          if (pos == 7) *reinterpret_cast<volatile uint64_t*>(m.dst[d] + line * kLl128LineBytes + 120) = m.dstFlag[d];
-        } else if (m.dstFlag[d] != 0) {
-          storeLine16(m.dst[d] + line * kLl128LineBytes + pos * 16, acc[u][0], pos == 7 ? m.dstFlag[d] : acc[u][1]);
-        } else {
-          if (w < nWords) plainWrite(m.dst[d], w, valid(w), acc[u][0]);
-          if (pos < 7 && w + 1 < nWords) plainWrite(m.dst[d], w + 1, valid(w + 1), acc[u][1]);
-        }
+        if (w < nWords) plainWrite(m.dst[d], w, valid(w), acc[u][0]);
+        if (pos < 7 && w + 1 < nWords) plainWrite(m.dst[d], w + 1, valid(w + 1), acc[u][1]);
       }
     }
   }

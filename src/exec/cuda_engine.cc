@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -455,7 +454,6 @@ device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto 
   a.simpleSlotBytes = s.o.simpleSlotBytes;
   a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);
   a.ll128SlotLines = static_cast<int>(s.o.ll128SlotBytes / device::kLl128DataPerLine);
-  a.ll128Variant = getenv("BRAID_LL128_VARIANT") ? atoi(getenv("BRAID_LL128_VARIANT")) : 0;
   a.abortFlag = s.abortDevice;
   a.oneShot = s.oneShot;
   // LL runs half the threads: its steps synchronise more often than they move data (measured,
