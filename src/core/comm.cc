@@ -143,7 +143,9 @@ Status Comm::connectGpu() {
   o.device = cudaDevice_;
   o.geometry = algo::makeGeometry(plan_.search.rings.front().ranks);
   const tune::Tuner& t = plan_.tuner;
-  o.channels = std::max(t.minChannels(), std::min(std::max(1, t.machine().channels), t.maxChannels()));
+  auto bounded = [&](int found) { return std::max(t.minChannels(), std::min(std::max(1, found), t.maxChannels())); };
+  o.fullChannels = bounded(t.machine().channels);
+  o.channels = std::max(o.fullChannels, bounded(t.machine().ringChannels));
   // Threads per CTA and bytes per pipeline step, each checked against its documented range.
   struct Range {
     param::Id id;
@@ -202,9 +204,11 @@ Status Comm::connectGpu() {
     sms = sms == 0 ? p.sms : std::min(sms, p.sms);
   }
   if (sharing > 1 && sms > 0) o.channels = std::max(1, std::min(o.channels, sms / 2 / sharing));
+  o.fullChannels = std::min(o.fullChannels, o.channels);
   if (o.hostMemory) {
     // Pinned shared memory is scarce (/dev/shm) and slower than NVLink: fewer, smaller FIFOs.
     o.channels = std::min(o.channels, 2);
+    o.fullChannels = std::min(o.fullChannels, 2);
     o.simpleSlotBytes = std::min<size_t>(o.simpleSlotBytes, 128 * 1024);
     o.llSlotBytes = std::min<size_t>(o.llSlotBytes, 8 * 1024);
     o.ll128SlotBytes = 3840;  // never used: host memory does not deliver 128-byte stores whole
@@ -220,7 +224,8 @@ Status Comm::connectGpu() {
   plan_.tuner.setLl128Capable(!o.hostMemory);
   std::vector<GpuLayoutSettings> layouts(nranks_);
   layouts[rank_] = {static_cast<int64_t>(o.simpleSlotBytes), static_cast<int64_t>(o.llSlotBytes),
-                    static_cast<int64_t>(o.ll128SlotBytes), static_cast<int64_t>(o.oneShotBytes), o.channels, 0};
+                    static_cast<int64_t>(o.ll128SlotBytes), static_cast<int64_t>(o.oneShotBytes), o.channels,
+                    o.fullChannels};
   BRAID_RETURN_IF_ERROR(
       bootstrap_->allGather(layouts.data(), sizeof(GpuLayoutSettings)).withContext("exchanging GPU buffer layouts"));
   BRAID_RETURN_IF_ERROR(checkLayoutAgreement(layouts));

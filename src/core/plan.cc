@@ -67,7 +67,8 @@ Status checkLayoutAgreement(const std::vector<GpuLayoutSettings>& all) {
         {"BRAID_GPU_LL_BYTES", {a.llSlotBytes, b.llSlotBytes}},
         {"BRAID_GPU_LL128_BYTES", {a.ll128SlotBytes, b.ll128SlotBytes}},
         {"BRAID_GPU_ONESHOT_BYTES", {a.oneShotBytes, b.oneShotBytes}},
-        {"channels (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.channels, b.channels}}};
+        {"channels (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.channels, b.channels}},
+        {"channels for trees (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.fullChannels, b.fullChannels}}};
     for (const auto& f : fields) {
       if (f.second.first != f.second.second) {
         return invalidUsage("rank " + std::to_string(r) + " lays out its GPU buffers with " + f.first + " = " +

@@ -35,8 +35,8 @@ struct GpuLayoutSettings {
   int64_t llSlotBytes = 0;      // BRAID_GPU_LL_BYTES
   int64_t ll128SlotBytes = 0;   // BRAID_GPU_LL128_BYTES
   int64_t oneShotBytes = 0;     // BRAID_GPU_ONESHOT_BYTES
-  int32_t channels = 0;         // from the search, BRAID_MIN_CTAS / BRAID_MAX_CTAS
-  int32_t pad = 0;
+  int32_t channels = 0;         // ring channels: from the search, BRAID_MIN_CTAS / BRAID_MAX_CTAS
+  int32_t fullChannels = 0;     // channels with every algorithm's FIFOs: the same
 };
 
 /// Ok when every rank's settings equal rank 0's; otherwise an invalid-usage error naming the first

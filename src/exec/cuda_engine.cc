@@ -162,6 +162,7 @@ struct CudaEngine::State {
   // The connection ids channel c holds.
   std::vector<int> connIdsOf(int c) const {
     std::vector<int> ids(std::begin(kConnIds), std::end(kConnIds));
+    if (c >= o.fullChannels) ids = {algo::kConnRing};
     if (c < p2pChannels()) ids.push_back(algo::kConnP2p);
     return ids;
   }
@@ -271,7 +272,8 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->ringOrder, sizeof(int) * n)));
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemcpy", cudaMemcpy(s->ringOrder, options.geometry.ringOrder.data(),
                                                            sizeof(int) * n, cudaMemcpyHostToDevice)));
-  BRAID_INFO(log::Subsys::kInit, "GPU connection buffers: ", bytes >> 20, " MiB for ", options.channels, " channel(s)");
+  BRAID_INFO(log::Subsys::kInit, "GPU connection buffers: ", bytes >> 20, " MiB for ", options.channels,
+             " channel(s), every algorithm on the first ", options.fullChannels);
   out->reset(new CudaEngine(std::move(s)));
   return Status::ok();
 }
@@ -497,7 +499,8 @@ Status CudaEngine::run(const CudaCall& call) {
   DeviceScope scope(s.o.device);
   algo::CallShape shape = call.shape;
   const bool oneShot = shape.algo == algo::Algo::kOneShot;
-  shape.nChannels = std::clamp(shape.nChannels, 1, oneShot ? s.o.oneShotChannels : s.o.channels);
+  const int most = oneShot ? s.o.oneShotChannels : shape.algo == algo::Algo::kRing ? s.o.channels : s.o.fullChannels;
+  shape.nChannels = std::clamp(shape.nChannels, 1, most);
   if (oneShot && shape.count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
     return internalError("one-shot " + std::string(algo::collName(shape.coll)) + " of " + std::to_string(shape.count) +
                          " elements per block exceeds its " + std::to_string(s.o.oneShotBytes) + "-byte buffers");

@@ -27,7 +27,9 @@ struct CudaEngineOptions {
   int rank = 0;
   int nranks = 1;
   int device = 0;
-  int channels = 1;                     // the most a call may use
+  int channels = 1;                     // the most a call may use (rings)
+  int fullChannels = 1;                 // channels 0..fullChannels-1 hold every algorithm's FIFOs;
+                                        // the others the ring's only
   int threads = 512;                    // per CTA (lanes split it, at most 1024 in all)
   size_t simpleSlotBytes = 512 * 1024;  // Simple: data per FIFO slot
   size_t llSlotBytes = 32 * 1024;       // LL: data per FIFO slot (the slot holds twice this)

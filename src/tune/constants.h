@@ -41,6 +41,10 @@ constexpr Constant kGpuReduceGBs = {2800.0,
 constexpr Constant kTreeBandwidthFactor = {0.7,
                                            "estimate: a tree rank drives three peers with separate up and down "
                                            "lanes and pipelines less evenly than a ring (NCCL also derates trees)"};
+constexpr Constant kNvlinkRingChannels = {
+    64.0,
+    "measured: ring/Simple on 2 x H200 NVLink, 512 MB, 30 -> 48 -> 64 CTAs: broadcast 303 -> 331 -> 349 GB/s, "
+    "all-reduce 304 -> 332 -> 349 GB/s (bench/NOTES.md)"};
 // Bytes a channel should carry before another channel pays for itself, per protocol.
 constexpr Constant kLlBytesPerChannel = {16 * 1024.0, "estimate: LL channels are worth it from 16 KB each"};
 constexpr Constant kOneShotBytesPerChannel = {

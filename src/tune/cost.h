@@ -30,6 +30,7 @@ struct Machine {
   bool gpu = true;            // GPU buffers (kernels, protocols); false: host memory
   bool ll128Capable = false;  // every hop inside hosts is NVLink (128-byte stores arrive whole)
   int channels = 1;           // what the search found
+  int ringChannels = 0;       // the most a ring may use (0: `channels`; more over NVLink)
   double channelGBs = 1;      // per channel, channel 0's
   double intraHopUs = 1;      // one hop inside a host
   double interHopUs = 0;      // one hop between hosts

@@ -169,7 +169,9 @@ int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
                       : proto == Proto::kLL128  ? kLl128BytesPerChannel.value
                                                 : kSimpleBytesPerChannel.value;
   int wanted = static_cast<int>(std::ceil(static_cast<double>(bytes) / perChannel));
-  int found = std::max(1, a == algo::Algo::kOneShot ? machine_.oneShotChannels : machine_.channels);
+  int found = std::max(1, a == algo::Algo::kOneShot ? machine_.oneShotChannels
+                          : a == algo::Algo::kRing  ? std::max(machine_.ringChannels, machine_.channels)
+                                                    : machine_.channels);
   return std::clamp(std::min(wanted, found), minChannels_, std::max(minChannels_, maxChannels_));
 }
 
