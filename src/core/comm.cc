@@ -223,8 +223,11 @@ Status Comm::connectGpu() {
   plan_.tuner.setOneShot(o.oneShotBytes, o.oneShotChannels);
   plan_.tuner.setLl128Capable(!o.hostMemory);
   std::vector<GpuLayoutSettings> layouts(nranks_);
-  layouts[rank_] = {static_cast<int64_t>(o.simpleSlotBytes), static_cast<int64_t>(o.llSlotBytes),
-                    static_cast<int64_t>(o.ll128SlotBytes), static_cast<int64_t>(o.oneShotBytes), o.channels,
+  layouts[rank_] = {static_cast<int64_t>(o.simpleSlotBytes),
+                    static_cast<int64_t>(o.llSlotBytes),
+                    static_cast<int64_t>(o.ll128SlotBytes),
+                    static_cast<int64_t>(o.oneShotBytes),
+                    o.channels,
                     o.fullChannels};
   BRAID_RETURN_IF_ERROR(
       bootstrap_->allGather(layouts.data(), sizeof(GpuLayoutSettings)).withContext("exchanging GPU buffer layouts"));

@@ -283,11 +283,10 @@ constexpr uint32_t kFullWarp = 0xffffffffu;
 // A thread's 16 bytes of a line, loaded or stored only where `on` (a predicate inside the asm, not
 // a branch: the 8 threads of a line must issue it as one instruction, so the warp stays converged).
 __device__ __forceinline__ void loadLine16If(bool on, const char* p, uint64_t* a, uint64_t* b) {
-  asm volatile(
-      "{ .reg .pred on; setp.ne.u32 on, %3, 0; @on ld.volatile.global.v2.u64 {%0,%1}, [%2]; }"
-      : "+l"(*a), "+l"(*b)
-      : "l"(p), "r"(static_cast<uint32_t>(on))
-      : "memory");
+  asm volatile("{ .reg .pred on; setp.ne.u32 on, %3, 0; @on ld.volatile.global.v2.u64 {%0,%1}, [%2]; }"
+               : "+l"(*a), "+l"(*b)
+               : "l"(p), "r"(static_cast<uint32_t>(on))
+               : "memory");
 }
 
 __device__ __forceinline__ void storeLine16If(bool on, char* p, uint64_t a, uint64_t b) {
