@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/byte_size.h"
 #include "core/datatype.h"
 
 namespace braid::perf {
@@ -33,21 +34,7 @@ const char* kUsage =
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); with mpirun pass -x BRAID_COMM_ID=host:port.\n";
 
-bool parseBytes(const char* s, size_t* out) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (end == s || v < 0) return false;
-  double mult = 1;
-  if (*end == 'K' || *end == 'k')
-    mult = 1024, ++end;
-  else if (*end == 'M' || *end == 'm')
-    mult = 1024.0 * 1024, ++end;
-  else if (*end == 'G' || *end == 'g')
-    mult = 1024.0 * 1024 * 1024, ++end;
-  if (*end != '\0') return false;
-  *out = static_cast<size_t>(v * mult);
-  return true;
-}
+bool parseBytes(const char* s, size_t* out) { return braid::core::parseByteSize(s, out); }
 
 bool parseInt(const char* s, int lo, int hi, int* out) {
   char* end = nullptr;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/byte_size.h"
 #include "core/param.h"
 #include "exec/cuda_engine.h"
 #include "topology/topo_xml.h"
@@ -123,14 +124,25 @@ int main(int argc, char** argv) {
   int n = 0;
   size_t maxBytes = size_t{1} << 32;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "-f") == 0)
-      file = argv[i + 1];
-    else if (std::strcmp(argv[i], "-n") == 0)
-      n = std::atoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "-e") == 0)
-      maxBytes = std::strtoull(argv[i + 1], nullptr, 10);
-    else
+    const char* flag = argv[i];
+    const char* value = argv[i + 1];
+    char* end = nullptr;
+    if (std::strcmp(flag, "-f") == 0) {
+      file = value;
+    } else if (std::strcmp(flag, "-n") == 0) {
+      n = static_cast<int>(std::strtol(value, &end, 10));
+      if (end == value || *end != '\0' || n < 1) {
+        std::fprintf(stderr, "braid-tune: -n %s is not a rank count of at least 1\n", value);
+        return 2;
+      }
+    } else if (std::strcmp(flag, "-e") == 0) {
+      if (!core::parseByteSize(value, &maxBytes) || maxBytes < 8) {
+        std::fprintf(stderr, "braid-tune: -e %s is not a size of at least 8 bytes (4096, 64K, 1G)\n", value);
+        return 2;
+      }
+    } else {
       return usage(argv[0]);
+    }
   }
   if (file.empty() || argc % 2 == 0) return usage(argv[0]);
   topology::System system;

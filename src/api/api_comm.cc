@@ -110,20 +110,35 @@ braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config) {
 
 braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm, braidConfig_t* config) {
   return api::guard("braidCommSplit", [&]() -> Status {
-    std::shared_ptr<core::Comm> parent;
-    BRAID_RETURN_IF_ERROR(api::usableComm(comm, &parent));
-    BRAID_RETURN_IF_ERROR(api::checkNotNull(newcomm, "newcomm"));
-    *newcomm = nullptr;
-    if (color < 0 && color != BRAID_SPLIT_NOCOLOR) {
-      return braid::invalidArgument("'color' = " + std::to_string(color) + " must be >= 0 or BRAID_SPLIT_NOCOLOR");
-    }
-    braid::log::ScopedRank scoped(parent->rank());
-    core::CommConfig resolved;
-    BRAID_RETURN_IF_ERROR(core::applyUserConfig(config, parent->config(), &resolved));
-    std::shared_ptr<core::Comm> child;
-    BRAID_RETURN_IF_ERROR(parent->split(color, key, resolved, &child));
-    if (child == nullptr) return Status::ok();
-    return api::started(child, newcomm);
+    return core::failGroup([&]() -> Status {
+      std::shared_ptr<core::Comm> parent;
+      BRAID_RETURN_IF_ERROR(api::usableComm(comm, &parent));
+      BRAID_RETURN_IF_ERROR(api::checkNotNull(newcomm, "newcomm"));
+      *newcomm = nullptr;
+      if (color < 0 && color != BRAID_SPLIT_NOCOLOR) {
+        return braid::invalidArgument("'color' = " + std::to_string(color) + " must be >= 0 or BRAID_SPLIT_NOCOLOR");
+      }
+      braid::log::ScopedRank scoped(parent->rank());
+      core::CommConfig resolved;
+      BRAID_RETURN_IF_ERROR(core::applyUserConfig(config, parent->config(), &resolved));
+      if (core::groupDepth() > 0) {
+        // Inside a group the split is held like a collective of the parent: one thread may split
+        // several ranks (their exchanges meet once braidGroupEnd runs each parent's calls on a thread
+        // of its own). The new communicator is made, and *newcomm written, before braidGroupEnd
+        // returns.
+        resolved.blocking = 1;
+        return core::runOrDefer(parent.get(), [parent, color, key, resolved, newcomm]() -> Status {
+          std::shared_ptr<core::Comm> child;
+          BRAID_RETURN_IF_ERROR(parent->split(color, key, resolved, &child).withContext("braidCommSplit"));
+          if (child != nullptr) *newcomm = api::registerComm(child);
+          return Status::ok();
+        });
+      }
+      std::shared_ptr<core::Comm> child;
+      BRAID_RETURN_IF_ERROR(parent->split(color, key, resolved, &child));
+      if (child == nullptr) return Status::ok();
+      return api::started(child, newcomm);
+    }());
   });
 }
 

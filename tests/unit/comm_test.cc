@@ -236,3 +236,47 @@ TEST(Comm, InitOfEveryRankFromOneThreadInAGroup) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(out[r][4], 2 * n) << "rank " << r;
   for (braidComm_t c : comms) EXPECT_EQ(braidCommDestroy(c), braidSuccess);
 }
+
+// One thread splits every rank inside a group: each split returns at once with no communicator yet,
+// braidGroupEnd makes them, and they work (the exchanges of the parents meet only because the group
+// runs each parent's held calls on a thread of its own).
+TEST(Comm, SplitOfEveryRankFromOneThreadInAGroup) {
+  const int n = 4;
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = hostConfig(1, 20000);
+  std::vector<braidComm_t> comms(n, nullptr), halves(n, nullptr);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(braidCommInitRankConfig(&comms[r], n, id, r, &config), braidSuccess);
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < n; ++r) {
+    // Ranks 0 and 2 form one half, 1 and 3 the other; keys reverse the order inside each half.
+    ASSERT_EQ(braidCommSplit(comms[r], r % 2, n - r, &halves[r], nullptr), braidSuccess) << braidGetLastError();
+    EXPECT_EQ(halves[r], nullptr) << "the split of rank " << r << " is held until the group ends";
+  }
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_NE(halves[r], nullptr) << "rank " << r;
+    int rank = -1, count = -1;
+    EXPECT_EQ(braidCommUserRank(halves[r], &rank), braidSuccess);
+    EXPECT_EQ(braidCommCount(halves[r], &count), braidSuccess);
+    EXPECT_EQ(count, 2);
+    EXPECT_EQ(rank, r < 2 ? 1 : 0) << "rank " << r;
+  }
+  // Each half sums its parent ranks: 0 + 2 and 1 + 3.
+  std::vector<std::vector<int32_t>> in(n), out(n, std::vector<int32_t>(3, -1));
+  for (int r = 0; r < n; ++r) in[r].assign(3, r);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < n; ++r)
+    ASSERT_EQ(braidAllReduce(in[r].data(), out[r].data(), 3, braidInt32, braidSum, halves[r], nullptr), braidSuccess);
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(out[r][2], r % 2 == 0 ? 2 : 4) << "rank " << r;
+  // A bad split inside a group cancels it and is reported by braidGroupEnd.
+  braidComm_t unused = nullptr;
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  EXPECT_EQ(braidCommSplit(comms[0], -5, 0, &unused, nullptr), braidInvalidArgument);
+  EXPECT_NE(braidGroupEnd(), braidSuccess);
+  for (braidComm_t c : halves) EXPECT_EQ(braidCommDestroy(c), braidSuccess);
+  for (braidComm_t c : comms) EXPECT_EQ(braidCommDestroy(c), braidSuccess);
+}
