@@ -378,6 +378,8 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
       }
     }
   }
+  // The lane barrier after this (bar.sync) needs a converged warp: the plain copies above diverge it.
+  __syncwarp();
   return true;
 }
 
