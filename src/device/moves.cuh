@@ -378,7 +378,7 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
       }
     }
   }
-  // The lane barrier after this (bar.sync) needs a converged warp: the plain copies above diverge it.
+  // Leave converged: the plain copies above diverge the warp, and the lane barrier follows.
   __syncwarp();
   return true;
 }

@@ -16,8 +16,10 @@
 
 namespace braid::device {
 
+// barrier.sync without .aligned: a warp may reach it diverged (byte-wise copies of unaligned words),
+// where bar.sync (= barrier.sync.aligned) would be undefined.
 __device__ __forceinline__ void laneBarrier(const LaneCtx& lane) {
-  asm volatile("bar.sync %0, %1;" ::"r"(lane.barrier), "r"(lane.nthreads) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"r"(lane.barrier), "r"(lane.nthreads) : "memory");
 }
 
 __device__ __forceinline__ uint64_t loadAcquire(const uint64_t* p) {
