@@ -153,7 +153,8 @@ Status Comm::connectGpu() {
   };
   for (const Range& r :
        {Range{param::Id::kNThreads, 64, 1024, 32}, Range{param::Id::kGpuSimpleBytes, 4096, 4 << 20, 4096},
-        Range{param::Id::kGpuLlBytes, 1024, 256 << 10, 1024}, Range{param::Id::kGpuOneShotBytes, 0, 16 << 20, 1024}}) {
+        Range{param::Id::kGpuLlBytes, 1024, 256 << 10, 1024}, Range{param::Id::kGpuLl128Bytes, 3840, 256 * 3840, 3840},
+        Range{param::Id::kGpuOneShotBytes, 0, 16 << 20, 1024}}) {
     int64_t v = param::getInt(r.id);
     if (v < r.lo || v > r.hi || v % r.multiple != 0) {
       return invalidArgument(std::string(param::spec(r.id).name) + "=" + std::to_string(v) + " is not a multiple of " +
@@ -164,6 +165,7 @@ Status Comm::connectGpu() {
   o.threads = static_cast<int>(param::getInt(param::Id::kNThreads));
   o.simpleSlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuSimpleBytes));
   o.llSlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuLlBytes));
+  o.ll128SlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuLl128Bytes));
   // Host memory for everyone when any rank asks (BRAID_P2P_DISABLE) or any rank cannot reach a GPU of
   // its host directly: one exchange of the devices, one of the verdicts.
   struct Place {
@@ -209,6 +211,7 @@ Status Comm::connectGpu() {
     o.fullChannels = std::min(o.fullChannels, 2);
     o.simpleSlotBytes = std::min<size_t>(o.simpleSlotBytes, 128 * 1024);
     o.llSlotBytes = std::min<size_t>(o.llSlotBytes, 8 * 1024);
+    o.ll128SlotBytes = 3840;  // never used: host memory does not deliver 128-byte stores whole
   }
   // The one-shot algorithm, for ranks that reach each other's GPU memory (oneShotBlockLimit says how
   // many ranks and how much). Its CTAs need no FIFOs, so it may use more of them than the rings
@@ -218,9 +221,14 @@ Status Comm::connectGpu() {
     o.oneShotChannels = o.oneShotBytes == 0 ? 0 : sharing > 1 ? o.channels : device::kMaxOneShotChannels;
   }
   plan_.tuner.setOneShot(o.oneShotBytes, o.oneShotChannels);
+  plan_.tuner.setLl128Capable(!o.hostMemory);
   std::vector<GpuLayoutSettings> layouts(nranks_);
-  layouts[rank_] = {static_cast<int64_t>(o.simpleSlotBytes), static_cast<int64_t>(o.llSlotBytes),
-                    static_cast<int64_t>(o.oneShotBytes), o.channels, o.fullChannels};
+  layouts[rank_] = {static_cast<int64_t>(o.simpleSlotBytes),
+                    static_cast<int64_t>(o.llSlotBytes),
+                    static_cast<int64_t>(o.ll128SlotBytes),
+                    static_cast<int64_t>(o.oneShotBytes),
+                    o.channels,
+                    o.fullChannels};
   BRAID_RETURN_IF_ERROR(
       bootstrap_->allGather(layouts.data(), sizeof(GpuLayoutSettings)).withContext("exchanging GPU buffer layouts"));
   BRAID_RETURN_IF_ERROR(checkLayoutAgreement(layouts));
@@ -251,7 +259,9 @@ Status Comm::runGpu(const CollRequest& r) {
   call.shape.root = r.root;
   call.shape.nChannels = d.channels;
   call.shape.postOp = r.op == braidAvg;
-  call.proto = d.proto == tune::Proto::kLL ? exec::kProtoLL : exec::kProtoSimple;
+  call.proto = d.proto == tune::Proto::kLL      ? exec::kProtoLL
+               : d.proto == tune::Proto::kLL128 ? exec::kProtoLL128
+                                                : exec::kProtoSimple;
   call.input = r.sendbuff;
   call.output = r.recvbuff;
   call.type = r.type;

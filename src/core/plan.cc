@@ -65,6 +65,7 @@ Status checkLayoutAgreement(const std::vector<GpuLayoutSettings>& all) {
     const std::pair<const char*, std::pair<int64_t, int64_t>> fields[] = {
         {"BRAID_GPU_SIMPLE_BYTES", {a.simpleSlotBytes, b.simpleSlotBytes}},
         {"BRAID_GPU_LL_BYTES", {a.llSlotBytes, b.llSlotBytes}},
+        {"BRAID_GPU_LL128_BYTES", {a.ll128SlotBytes, b.ll128SlotBytes}},
         {"BRAID_GPU_ONESHOT_BYTES", {a.oneShotBytes, b.oneShotBytes}},
         {"channels (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.channels, b.channels}},
         {"channels for trees (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.fullChannels, b.fullChannels}}};

@@ -33,6 +33,7 @@ Status makeGpuPlan(bootstrap::Bootstrap& bootstrap, int cudaDevice, const CommCo
 struct GpuLayoutSettings {
   int64_t simpleSlotBytes = 0;  // BRAID_GPU_SIMPLE_BYTES
   int64_t llSlotBytes = 0;      // BRAID_GPU_LL_BYTES
+  int64_t ll128SlotBytes = 0;   // BRAID_GPU_LL128_BYTES
   int64_t oneShotBytes = 0;     // BRAID_GPU_ONESHOT_BYTES
   int32_t channels = 0;         // ring channels: from the search, BRAID_MIN_CTAS / BRAID_MAX_CTAS
   int32_t fullChannels = 0;     // channels with every algorithm's FIFOs: the same

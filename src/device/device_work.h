@@ -3,9 +3,10 @@
 //
 // Connections. Rank r and peer q joined by connection id k on channel c have one FIFO in each
 // direction. A FIFO lives in its receiver's GPU memory: kSteps slots for Simple (plain data) and
-// kSteps slots of LL lines (16 bytes: 4 data, 4 flag, 4 data, 4 flag). Two counters drive it:
-//   tail  in the receiver's memory: slots the sender has published (Simple only; LL lines carry
-//         their own flags, step + 1)
+// kSteps slots of LL lines (16 bytes: 4 data, 4 flag, 4 data, 4 flag) and kSteps slots of LL128
+// lines (128 bytes: 120 data, then an 8-byte flag). Two counters drive it:
+//   tail  in the receiver's memory: slots the sender has published (Simple only; LL and LL128 lines
+//         carry their own flags, step + 1)
 //   head  in the sender's memory: slots the receiver has consumed (both protocols)
 // Each end keeps its step count in its own memory, so a count survives from one kernel to the next
 // and a CUDA graph replays correctly. Everybody polls local memory and writes remote memory.
@@ -23,8 +24,10 @@ constexpr int kSteps = 8;               // slots per FIFO
 constexpr int kMaxBlockThreads = 1024;  // lanes x threads per lane
 constexpr size_t kLlLineBytes = 16;     // one LL store: 8 data bytes and two 4-byte flags
 constexpr size_t kLlDataPerLine = 8;
+constexpr size_t kLl128LineBytes = 128;  // one warp's 8 threads x 16 bytes: 15 data words and a flag
+constexpr size_t kLl128DataPerLine = 120;
 
-enum class Proto : int { kSimple = 0, kLL = 1, kNumProtos = 2 };
+enum class Proto : int { kSimple = 0, kLL = 1, kLL128 = 2, kNumProtos = 3 };
 
 /// Bytes of one element of braidDataType_t `type` (kernels get the type as an int).
 BRAID_HOST_DEVICE inline size_t elemSizeOf(int type) {
@@ -47,6 +50,7 @@ BRAID_HOST_DEVICE inline size_t elemSizeOf(int type) {
 struct SendEnd {
   char* simple = nullptr;    // receiver's Simple slots (remote)
   char* ll = nullptr;        // receiver's LL slots (remote)
+  char* ll128 = nullptr;     // receiver's LL128 slots (remote)
   uint64_t* tail = nullptr;  // receiver's tail (remote): this end publishes here
   uint64_t* head = nullptr;  // local: the receiver writes what it consumed
   uint64_t* step = nullptr;  // local: slots this end has sent
@@ -55,6 +59,7 @@ struct SendEnd {
 struct RecvEnd {
   char* simple = nullptr;    // local Simple slots
   char* ll = nullptr;        // local LL slots
+  char* ll128 = nullptr;     // local LL128 slots
   uint64_t* tail = nullptr;  // local: the sender publishes here
   uint64_t* head = nullptr;  // sender's head (remote): this end reports consumption here
   uint64_t* step = nullptr;  // local: slots this end has received
@@ -95,6 +100,7 @@ struct KernelArgs {
   const PeerConn* conns = nullptr;  // device table, connIndex order
   size_t simpleSlotBytes = 0;
   int llSlotLines = 0;
+  int ll128SlotLines = 0;
   const volatile int* abortFlag = nullptr;  // mapped host memory: set by braidCommAbort
   OneShotArgs oneShot;
 };
@@ -166,9 +172,11 @@ struct KernelRef {
   const char* name;
 };
 
-/// Each protocol's kernels, in KernelKind order up to kSendRecv (kernels_simple.cu, kernels_ll.cu).
+/// Each protocol's kernels, in KernelKind order up to kSendRecv (kernels_simple.cu, kernels_ll.cu,
+/// kernels_ll128.cu).
 const KernelRef* kernelsSimple();
 const KernelRef* kernelsLL();
+const KernelRef* kernelsLL128();
 /// A one-shot kernel, kind >= kAllReduceOneShot (kernels_ll.cu).
 const KernelRef& kernelOneShot(KernelKind kind);
 

@@ -8,7 +8,9 @@ namespace {
 
 const KernelRef& kernelFor(KernelKind kind, Proto proto) {
   if (kind >= KernelKind::kAllReduceOneShot) return kernelOneShot(kind);
-  const KernelRef* table = proto == Proto::kLL ? kernelsLL() : kernelsSimple();
+  const KernelRef* table = proto == Proto::kLL      ? kernelsLL()
+                           : proto == Proto::kLL128 ? kernelsLL128()
+                                                    : kernelsSimple();
   return table[static_cast<int>(kind)];
 }
 

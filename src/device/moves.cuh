@@ -1,6 +1,7 @@
 // The data movement of one Prims operation: up to three sources reduced element-wise into up to
 // three destinations, by the threads of one lane. Sources and destinations are plain memory (user
-// buffers, Simple slots) or LL slots (lines carrying a flag beside each 4 data bytes).
+// buffers, Simple slots), LL slots (lines carrying a flag beside each 4 data bytes) or LL128 slots
+// (128-byte lines of 120 data bytes and a flag).
 #pragma once
 
 #include <cstddef>
@@ -32,8 +33,8 @@ struct LaneCtx {
   const volatile int* abortFlag;
 };
 
-/// Moves `m`; all threads of the lane call it. Simple: plain memory only. LL: returns false if the
-/// communicator was aborted while a line was awaited.
+/// Moves `m`; all threads of the lane call it. Simple: plain memory only. LL, LL128: returns false
+/// if the communicator was aborted while a line was awaited.
 template <Proto P>
 __device__ __noinline__ bool moveData(const Moves& m, int type, int op, const LaneCtx& lane);
 
@@ -235,6 +236,157 @@ __device__ __noinline__ bool llLoop(const Moves& m, int type, int op, const Lane
   return true;
 }
 
+// How a loop of words combines two of them: the sums of the common float formats inline, every
+// other (type, op) through one call.
+template <class F>
+struct InlineSum {
+  __device__ __forceinline__ uint64_t operator()(uint64_t acc, uint64_t x) const {
+    return reduceUnit<F, SumOp>(acc, x);
+  }
+};
+
+struct AnyTypeAndOp {
+  int type, op;
+  __device__ __forceinline__ uint64_t operator()(uint64_t acc, uint64_t x) const {
+    return combineWord(acc, x, type, op);
+  }
+};
+
+// Calls body(combiner) with InlineSum for the sum (and avg) of f32, bf16 and f16, AnyTypeAndOp
+// otherwise.
+template <class Body>
+__device__ __forceinline__ auto withCombiner(int type, int op, Body body) {
+  if (op == 0 || op == 4) {  // sum, avg (sum, then the division)
+    switch (type) {
+      case 7: return body(InlineSum<Plain<float, float>>{});
+      case 9: return body(InlineSum<Bf16Fmt>{});
+      case 6: return body(InlineSum<HalfFmt>{});
+      default: break;
+    }
+  }
+  return body(AnyTypeAndOp{type, op});
+}
+
+// ---- LL128 -------------------------------------------------------------------------------------
+//
+// A line is 128 bytes: 8 threads of a warp hold 16 bytes each, thread 7's second word is the flag,
+// so a line carries data words 15L .. 15L+14. The 8 threads store a line in one instruction, and
+// NVLink (and a GPU's own memory) delivers such a store whole, so a reader that loads the line in
+// one instruction and sees the flag sees all of its data: no fence, and 120 of 128 bytes are data.
+// A warp moves 4 lines per instruction; each lane's warps take kLl128Unroll such groups at a time,
+// issuing every load of them before waiting on any flag.
+
+constexpr int kLl128Unroll = 4;
+constexpr size_t kLl128DataWords = kLl128DataPerLine / 8;
+constexpr uint32_t kFullWarp = 0xffffffffu;
+
+// A thread's 16 bytes of a line, loaded or stored only where `on` (a predicate inside the asm, not
+// a branch: the 8 threads of a line must issue it as one instruction, so the warp stays converged).
+__device__ __forceinline__ void loadLine16If(bool on, const char* p, uint64_t* a, uint64_t* b) {
+  asm volatile("{ .reg .pred on; setp.ne.u32 on, %3, 0; @on ld.volatile.global.v2.u64 {%0,%1}, [%2]; }"
+               : "+l"(*a), "+l"(*b)
+               : "l"(p), "r"(static_cast<uint32_t>(on))
+               : "memory");
+}
+
+__device__ __forceinline__ void storeLine16If(bool on, char* p, uint64_t a, uint64_t b) {
+  asm volatile("{ .reg .pred on; setp.ne.u32 on, %3, 0; @on st.volatile.global.v2.u64 [%0], {%1,%2}; }" ::"l"(p),
+               "l"(a), "l"(b), "r"(static_cast<uint32_t>(on))
+               : "memory");
+}
+
+template <class Combine>
+__device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& lane, Combine combine) {
+  const size_t bytes = m.n * elemSizeOf(type);
+  const size_t nWords = (bytes + 7) / 8;
+  const size_t nLines = (nWords + kLl128DataWords - 1) / kLl128DataWords;
+  const size_t nGroups = (nLines + 3) / 4;
+  const int warp = lane.tid / 32, nWarps = lane.nthreads / 32;
+  const int sub = (lane.tid % 32) / 8;  // which of the warp's 4 lines
+  const int pos = lane.tid % 8;         // 16-byte position in the line; 7 holds the flag
+  auto valid = [&](size_t w) { return static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8); };
+  // The loop bounds are the same for the 32 threads of a warp (the flag votes need all of them).
+  for (size_t g0 = static_cast<size_t>(warp) * kLl128Unroll; g0 < nGroups;
+       g0 += static_cast<size_t>(nWarps) * kLl128Unroll) {
+    uint64_t acc[kLl128Unroll][2];
+    for (int j = 0; j < m.nSrc; ++j) {
+      uint64_t x[kLl128Unroll][2] = {};
+      if (m.srcFlag[j] != 0) {
+        // A line's flag vouches for the data the other 7 threads loaded only if they loaded it in
+        // the same instruction: every load and reload of a line is issued by a converged warp.
+        const uint64_t flag = m.srcFlag[j];
+        auto at = [&](int u) { return m.src[j] + ((g0 + u) * 4 + sub) * kLl128LineBytes + pos * 16; };
+        auto in = [&](int u) { return (g0 + u) * 4 + sub < nLines; };
+        __syncwarp();
+#pragma unroll
+        for (int u = 0; u < kLl128Unroll; ++u) loadLine16If(in(u), at(u), &x[u][0], &x[u][1]);
+#pragma unroll
+        for (int u = 0; u < kLl128Unroll; ++u) {
+          int spins = 0;
+          while (__any_sync(kFullWarp, in(u) && pos == 7 && x[u][1] != flag)) {
+            __syncwarp();
+            loadLine16If(in(u), at(u), &x[u][0], &x[u][1]);
+            if (++spins == 4096) {
+              spins = 0;
+              if (__any_sync(kFullWarp, *lane.abortFlag != 0)) return false;
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kLl128Unroll; ++u) {
+          const size_t line = (g0 + u) * 4 + sub;
+          const size_t w = line * kLl128DataWords + 2 * pos;
+          if (line >= nLines) continue;
+          if (w < nWords) x[u][0] = plainRead(m.src[j], w, valid(w));
+          if (pos < 7 && w + 1 < nWords) x[u][1] = plainRead(m.src[j], w + 1, valid(w + 1));
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kLl128Unroll; ++u) {
+        acc[u][0] = j == 0 ? x[u][0] : combine(acc[u][0], x[u][0]);
+        acc[u][1] = j == 0 ? x[u][1] : combine(acc[u][1], x[u][1]);
+      }
+    }
+    if (m.postDivisor) {
+#pragma unroll
+      for (int u = 0; u < kLl128Unroll; ++u) {
+        acc[u][0] = divideWord(acc[u][0], type, m.postDivisor);
+        acc[u][1] = divideWord(acc[u][1], type, m.postDivisor);
+      }
+    }
+    for (int d = 0; d < m.nDst; ++d) {
+      if (m.dstFlag[d] != 0) {
+        // The 8 threads of a line store it, flag included, in one instruction of a converged warp:
+        // byte-wise copies of unaligned words and the flag thread's shorter path diverge it before.
+        __syncwarp();
+#pragma unroll
+        for (int u = 0; u < kLl128Unroll; ++u) {
+          const size_t line = (g0 + u) * 4 + sub;
+          storeLine16If(line < nLines, m.dst[d] + line * kLl128LineBytes + pos * 16, acc[u][0],
+                        pos == 7 ? m.dstFlag[d] : acc[u][1]);
+        }
+        continue;
+      }
+#pragma unroll
+      for (int u = 0; u < kLl128Unroll; ++u) {
+        const size_t line = (g0 + u) * 4 + sub;
+        const size_t w = line * kLl128DataWords + 2 * pos;
+        if (line >= nLines) continue;
+        if (w < nWords) plainWrite(m.dst[d], w, valid(w), acc[u][0]);
+        if (pos < 7 && w + 1 < nWords) plainWrite(m.dst[d], w + 1, valid(w + 1), acc[u][1]);
+      }
+    }
+  }
+  // Leave converged: the plain copies above diverge the warp, and the lane barrier follows.
+  __syncwarp();
+  return true;
+}
+
+__device__ __noinline__ bool ll128Loop(const Moves& m, int type, int op, const LaneCtx& lane) {
+  return withCombiner(type, op, [&](auto combine) { return ll128Body(m, type, lane, combine); });
+}
+
 // ---- Dispatch on (type, op): each loop exists once per format and operation -------------------
 
 // Calls Loop<Format, Op>::run(args...) for the run-time (type, op).
@@ -298,8 +450,10 @@ template <Proto P>
 __device__ __noinline__ bool moveData(const Moves& m, int type, int op, const LaneCtx& lane) {
   if constexpr (P == Proto::kSimple) {
     return byType<SimpleLoop, bool>(type, op, &m, &lane);
-  } else {
+  } else if constexpr (P == Proto::kLL) {
     return llLoop(m, type, op, lane);
+  } else {
+    return ll128Loop(m, type, op, lane);
   }
 }
 

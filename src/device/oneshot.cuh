@@ -212,35 +212,12 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
 // memory traffic at these sizes: the sums of the common floating types get their own inline copy.
 // Collectives that combine batch 4 words per thread (8 overflow the 128 registers a 512-thread CTA
 // may use); the others batch 8.
-template <class F>
-struct InlineSum {
-  __device__ __forceinline__ uint64_t operator()(uint64_t acc, uint64_t x) const {
-    return reduceUnit<F, SumOp>(acc, x);
-  }
-};
-
-struct AnyTypeAndOp {
-  int type, op;
-  __device__ __forceinline__ uint64_t operator()(uint64_t acc, uint64_t x) const {
-    return combineWord(acc, x, type, op);
-  }
-};
-
 template <algo::Coll C>
 __device__ void oneShot(const KernelArgs& a) {
-  if (C != algo::Coll::kAllGather && C != algo::Coll::kBroadcast &&
-      (a.op == 0 || a.op == 4)) {  // sum, avg (sum, then the division)
-    switch (a.type) {
-      case 7: oneShotBody<C, 4>(a, InlineSum<Plain<float, float>>{}); return;
-      case 9: oneShotBody<C, 4>(a, InlineSum<Bf16Fmt>{}); return;
-      case 6: oneShotBody<C, 4>(a, InlineSum<HalfFmt>{}); return;
-      default: break;
-    }
-  }
   if (C == algo::Coll::kAllGather || C == algo::Coll::kBroadcast) {
     oneShotBody<C, 8>(a, AnyTypeAndOp{a.type, a.op});  // moves words, combines none
   } else {
-    oneShotBody<C, 4>(a, AnyTypeAndOp{a.type, a.op});
+    withCombiner(a.type, a.op, [&](auto combine) { oneShotBody<C, 4>(a, combine); });
   }
 }
 

@@ -1,8 +1,9 @@
 // DevicePrims: the Prims contract (algo/prims.h) on a GPU, one lane of one channel's CTA.
 //
 // Every operation:
-//   1. thread 0 waits until each receive slot is filled (Simple: the tail counter; LL: each thread
-//      instead waits on the flags of its own lines) and each send slot is free (the head counter);
+//   1. thread 0 waits until each receive slot is filled (Simple: the tail counter; LL and LL128:
+//      each thread instead waits on the flags of its own lines) and each send slot is free (the head
+//      counter);
 //   2. the lane's threads move the data (moves.cuh), reading the receive slots and the user's
 //      buffers, writing the output and the peers' slots directly (stores over NVLink/PCIe);
 //   3. thread 0 publishes: Simple sends get a system fence and then the tail; receives report the
@@ -15,8 +16,10 @@
 
 namespace braid::device {
 
+// barrier.sync without .aligned: a warp may reach it diverged (byte-wise copies of unaligned words),
+// where bar.sync (= barrier.sync.aligned) would be undefined.
 __device__ __forceinline__ void laneBarrier(const LaneCtx& lane) {
-  asm volatile("bar.sync %0, %1;" ::"r"(lane.barrier), "r"(lane.nthreads) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"r"(lane.barrier), "r"(lane.nthreads) : "memory");
 }
 
 __device__ __forceinline__ uint64_t loadAcquire(const uint64_t* p) {
@@ -100,7 +103,15 @@ class DevicePrims {
   __device__ size_t elemSize() const { return elemSizeOf(a_.type); }
   __device__ size_t slotOffset(uint64_t step) const {
     size_t slot = static_cast<size_t>(step % kSteps);
-    return P == Proto::kSimple ? slot * a_.simpleSlotBytes : slot * a_.llSlotLines * kLlLineBytes;
+    return P == Proto::kSimple ? slot * a_.simpleSlotBytes
+           : P == Proto::kLL   ? slot * a_.llSlotLines * kLlLineBytes
+                               : slot * a_.ll128SlotLines * kLl128LineBytes;
+  }
+
+  // The protocol's slots of one end of a connection.
+  template <class End>
+  __device__ static char* slots(const End& e) {
+    return P == Proto::kSimple ? e.simple : P == Proto::kLL ? e.ll : e.ll128;
   }
 
   // One operation: sources are `local` (if any) then the receive slots (if `useRecv`); destinations
@@ -125,22 +136,22 @@ class DevicePrims {
       m.src[m.nSrc++] = local;
     }
     for (int i = 0; i < nr; ++i) {
-      m.srcFlag[m.nSrc] = P == Proto::kLL ? static_cast<uint32_t>(rstep_[i] + 1) : 0;
-      m.src[m.nSrc++] = (P == Proto::kSimple ? recv_[i].simple : recv_[i].ll) + slotOffset(rstep_[i]);
+      m.srcFlag[m.nSrc] = P != Proto::kSimple ? static_cast<uint32_t>(rstep_[i] + 1) : 0;
+      m.src[m.nSrc++] = slots(recv_[i]) + slotOffset(rstep_[i]);
     }
     if (out != nullptr) {
       m.dstFlag[m.nDst] = 0;
       m.dst[m.nDst++] = out;
     }
     for (int i = 0; i < ns; ++i) {
-      m.dstFlag[m.nDst] = P == Proto::kLL ? static_cast<uint32_t>(sstep_[i] + 1) : 0;
-      m.dst[m.nDst++] = (P == Proto::kSimple ? send_[i].simple : send_[i].ll) + slotOffset(sstep_[i]);
+      m.dstFlag[m.nDst] = P != Proto::kSimple ? static_cast<uint32_t>(sstep_[i] + 1) : 0;
+      m.dst[m.nDst++] = slots(send_[i]) + slotOffset(sstep_[i]);
     }
     if (n > 0 && m.nDst > 0 && !moveData<P>(m, a_.type, a_.op, lane_)) aborted_ = true;
     laneBarrier(lane_);
     if (lane_.tid == 0) {
       // Simple: the lane's data stores (ordered before this thread by the barrier) reach the peer
-      // before the tail does. LL lines carry their own flags. A head needs no fence: the slot's
+      // before the tail does. LL and LL128 lines carry their own flags. A head needs no fence: the slot's
       // data was read before the barrier.
       if (P == Proto::kSimple && ns > 0) __threadfence_system();
       for (int i = 0; i < ns && P == Proto::kSimple; ++i) storeVolatile64(send_[i].tail, sstep_[i] + 1);

@@ -47,7 +47,7 @@ class DeviceScope {
   int previous_ = -1;
 };
 
-// Block layout: control lines, then the Simple slots, then the LL slots.
+// Block layout: control lines, then the Simple slots, the LL slots and the LL128 slots.
 constexpr size_t kTailOff = 0;
 constexpr size_t kHeadOff = 128;
 constexpr size_t kRecvStepOff = 256;
@@ -138,15 +138,11 @@ bool CudaEngine::peerAccess(int a, int b) {
   return cudaDeviceCanAccessPeer(&can, a, b) == cudaSuccess && can != 0;
 }
 
-size_t slotElems(const CudaEngineOptions& o, device::Proto proto, size_t elemSize) {
-  size_t bytes = proto == device::Proto::kLL ? o.llSlotBytes : o.simpleSlotBytes;
-  return std::max<size_t>(1, bytes / elemSize);
-}
-
 struct CudaEngine::State {
   CudaEngineOptions o;
   size_t blockBytes = 0;
   size_t llOff = 0;
+  size_t ll128Off = 0;
   std::vector<ArenaLayout> layouts;                // per rank
   char* arena = nullptr;                           // device address (of host memory, with hostMemory)
   std::string shmName;                             // hostMemory: this rank's segment, until connected() unlinks it
@@ -232,13 +228,18 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
     return internalError("one-shot buffers asked for " + std::to_string(options.nranks) +
                          " ranks, host memory or more channels than it supports");
   }
+  if (options.ll128SlotBytes == 0 || options.ll128SlotBytes % device::kLl128DataPerLine != 0)
+    return internalError("LL128 slots of " + std::to_string(options.ll128SlotBytes) + " bytes: not whole lines");
   auto s = std::make_unique<State>();
   s->o = options;
   DeviceScope scope(options.device);
   BRAID_RETURN_IF_ERROR(cudaCheck("loading braid's kernels", static_cast<cudaError_t>(device::loadKernels())));
   const size_t llBytes = device::kSteps * options.llSlotBytes / device::kLlDataPerLine * device::kLlLineBytes;
+  const size_t ll128Bytes =
+      device::kSteps * options.ll128SlotBytes / device::kLl128DataPerLine * device::kLl128LineBytes;
   s->llOff = kSimpleOff + device::kSteps * options.simpleSlotBytes;
-  s->blockBytes = (s->llOff + llBytes + 255) / 256 * 256;
+  s->ll128Off = (s->llOff + llBytes + 127) / 128 * 128;  // lines must not straddle 128 bytes
+  s->blockBytes = (s->ll128Off + ll128Bytes + 255) / 256 * 256;
   for (int r = 0; r < options.nranks; ++r) s->layouts.push_back(s->layoutOf(r));
   const size_t bytes = std::max<size_t>(s->layouts[options.rank].bytes, 256);
   if (options.hostMemory) {
@@ -365,11 +366,13 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
         PeerConn& pc = table[device::connIndex(c, k, q, n)];
         pc.send.simple = theirs + kSimpleOff;
         pc.send.ll = theirs + s.llOff;
+        pc.send.ll128 = theirs + s.ll128Off;
         pc.send.tail = reinterpret_cast<uint64_t*>(theirs + kTailOff);
         pc.send.head = reinterpret_cast<uint64_t*>(mine + kHeadOff);
         pc.send.step = reinterpret_cast<uint64_t*>(mine + kSendStepOff);
         pc.recv.simple = mine + kSimpleOff;
         pc.recv.ll = mine + s.llOff;
+        pc.recv.ll128 = mine + s.ll128Off;
         pc.recv.tail = reinterpret_cast<uint64_t*>(mine + kTailOff);
         pc.recv.head = reinterpret_cast<uint64_t*>(theirs + kHeadOff);
         pc.recv.step = reinterpret_cast<uint64_t*>(mine + kRecvStepOff);
@@ -452,6 +455,7 @@ device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto 
   a.conns = s.table;
   a.simpleSlotBytes = s.o.simpleSlotBytes;
   a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);
+  a.ll128SlotLines = static_cast<int>(s.o.ll128SlotBytes / device::kLl128DataPerLine);
   a.abortFlag = s.abortDevice;
   a.oneShot = s.oneShot;
   // LL runs half the threads: its steps synchronise more often than they move data (measured,

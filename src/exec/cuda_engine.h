@@ -33,6 +33,7 @@ struct CudaEngineOptions {
   int threads = 512;                    // per CTA (lanes split it, at most 1024 in all)
   size_t simpleSlotBytes = 512 * 1024;  // Simple: data per FIFO slot
   size_t llSlotBytes = 32 * 1024;       // LL: data per FIFO slot (the slot holds twice this)
+  size_t ll128SlotBytes = 1024 * 120;   // LL128: data per FIFO slot, a multiple of 120 (128 per line)
   size_t oneShotBytes = 0;              // the largest one-shot block (0: no one-shot buffers)
   int oneShotChannels = 0;              // the most CTAs a one-shot call may have (<= kMaxOneShotChannels)
   algo::Geometry geometry;
@@ -52,6 +53,7 @@ struct CudaExport {
 
 constexpr device::Proto kProtoSimple = device::Proto::kSimple;
 constexpr device::Proto kProtoLL = device::Proto::kLL;
+constexpr device::Proto kProtoLL128 = device::Proto::kLL128;
 
 /// One GPU call, shaped by the tuner.
 struct CudaCall {
@@ -115,6 +117,11 @@ inline size_t oneShotBlockLimit(int nranks, size_t wanted) {
 }
 
 /// Elements of `type` one slot carries: the chunk every Prims operation moves.
-size_t slotElems(const CudaEngineOptions& options, device::Proto proto, size_t elemSize);
+inline size_t slotElems(const CudaEngineOptions& options, device::Proto proto, size_t elemSize) {
+  const size_t bytes = proto == device::Proto::kLL      ? options.llSlotBytes
+                       : proto == device::Proto::kLL128 ? options.ll128SlotBytes
+                                                        : options.simpleSlotBytes;
+  return bytes / elemSize > 0 ? bytes / elemSize : 1;
+}
 
 }  // namespace braid::exec

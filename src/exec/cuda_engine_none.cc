@@ -24,9 +24,4 @@ void CudaEngine::connected() {}
 bool CudaEngine::peerAccess(int, int) { return false; }
 int CudaEngine::channels() const { return 0; }
 
-size_t slotElems(const CudaEngineOptions& options, device::Proto proto, size_t elemSize) {
-  size_t bytes = proto == device::Proto::kLL ? options.llSlotBytes : options.simpleSlotBytes;
-  return bytes / elemSize > 0 ? bytes / elemSize : 1;
-}
-
 }  // namespace braid::exec

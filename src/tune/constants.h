@@ -14,8 +14,8 @@ struct Constant {
 // GPU communicators.
 constexpr Constant kGpuLaunchUs = {4.5, "measured: an empty kernel per launch back to back, H200 (PERFORMANCE.md)"};
 constexpr Constant kLlHopFactor = {1.0, "LL: one store carries data and flag; a hop costs the link's one-way latency"};
-constexpr Constant kLl128HopFactor = {1.25,
-                                      "estimate: a 128-byte line takes a little longer than one 16-byte LL store"};
+constexpr Constant kLl128HopFactor = {
+    2.0, "measured: ring all-reduce of 64 KB on 2 x H200 took 33.7 us with LL128 and 16.2 us with LL (bench/NOTES.md)"};
 constexpr Constant kSimpleHopFactor = {2.0,
                                        "measured: the head/tail handshake is a flag round trip, 1.38 us over NVLink "
                                        "= 2 x the 0.69 us one-way flag (PERFORMANCE.md)"};
@@ -33,7 +33,10 @@ constexpr Constant kOneShotEfficiency = {
     0.17,
     "measured: one-shot all-reduce on 64 CTAs in a CUDA graph on 2 x H200, 2 MB 18.7 us and 4 MB 33.1 us: "
     "~150 GB/s of data, 0.15-0.18 of 64 x 16 GB/s; half of every 16-byte line is flags (bench/NOTES.md)"};
-constexpr Constant kLl128Efficiency = {120.0 / 128.0, "LL128: 120 data bytes per 128-byte line"};
+constexpr Constant kLl128Efficiency = {
+    0.4,
+    "measured: braid's first LL128 ring all-reduce moved 124 GB/s at 1 GB on 2 x H200 where Simple moved 310 "
+    "(branch ll128, bench/NOTES.md); 120 of 128 bytes are data, so the loop, not the format, limits it"};
 constexpr Constant kSimpleEfficiency = {1.0, "Simple: whole slots of data"};
 constexpr Constant kGpuReduceGBs = {2800.0,
                                     "measured: a local HBM copy moves 4,240 GB/s read + write (PERFORMANCE.md); a "

@@ -21,15 +21,13 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   m.nranks = nranks;
   m.hosts = search.hosts;
   m.gpu = true;
-  // LL128 needs 128-byte stores that arrive whole (NVLink); braid has no LL128 kernels yet, so it is
-  // never offered.
-  m.ll128Capable = false;
+  const bool oneNvlinkHost = search.hosts == 1 && search.intraKind == topology::LinkKind::kNvLink;
+  // LL128 needs 128-byte stores that arrive whole: NVLink (or ranks sharing one GPU), one host.
+  m.ll128Capable = oneNvlinkHost;
   m.channels = static_cast<int>(search.rings.size());
   // Rings inside one NVLink host take more channels than the search's per-channel figure gives:
   // each ring channel's FIFOs are one connection, and more CTAs keep more stores in flight.
-  m.ringChannels = search.hosts == 1 && search.intraKind == topology::LinkKind::kNvLink
-                       ? std::max(m.channels, static_cast<int>(kNvlinkRingChannels.value))
-                       : m.channels;
+  m.ringChannels = oneNvlinkHost ? std::max(m.channels, static_cast<int>(kNvlinkRingChannels.value)) : m.channels;
   m.channelGBs = search.rings.empty() ? 1 : std::max(1e-3, search.rings[0].bandwidth);
   m.intraHopUs = search.intraLatencyUs;
   m.interHopUs = search.interLatencyUs;

@@ -77,6 +77,8 @@ class Tuner {
     machine_.oneShotBytes = bytes;
     machine_.oneShotChannels = channels;
   }
+  /// Whether the executor's LL128 lines arrive whole (not where its FIFOs fell back to host memory).
+  void setLl128Capable(bool capable) { machine_.ll128Capable = machine_.ll128Capable && capable; }
   int minChannels() const { return minChannels_; }
   int maxChannels() const { return maxChannels_; }
 

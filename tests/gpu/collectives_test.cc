@@ -242,7 +242,9 @@ INSTANTIATE_TEST_SUITE_P(
                     Config{3, "ring", "ll"}, Config{3, "dbtree", "simple"}, Config{3, "doubling", "ll"},
                     Config{4, "ring", "simple"}, Config{4, "ring", "ll"}, Config{4, "tree", "simple"},
                     Config{4, "dbtree", "ll"}, Config{4, "doubling", "simple"}, Config{2, "oneshot", "ll"},
-                    Config{3, "oneshot", "ll"}, Config{4, "oneshot", "ll"}),
+                    Config{3, "oneshot", "ll"}, Config{4, "oneshot", "ll"}, Config{2, "ring", "ll128"},
+                    Config{2, "tree", "ll128"}, Config{2, "doubling", "ll128"}, Config{3, "ring", "ll128"},
+                    Config{4, "ring", "ll128"}, Config{4, "dbtree", "ll128"}),
     configName);
 
 // CTA counts: the channel count is what the config pins.
@@ -250,7 +252,7 @@ class GpuCtas : public testing::TestWithParam<int> {};
 
 TEST_P(GpuCtas, AllReduceOnPinnedCtaCount) {
   if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
-  for (const char* proto : {"simple", "ll"}) {
+  for (const char* proto : {"simple", "ll", "ll128"}) {
     WorldOptions o;
     o.nranks = 2;
     o.algorithm = "ring";

@@ -31,7 +31,7 @@ double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 // setting, instead of reading another rank's slots at the wrong place.
 TEST(Comm, GpuLayoutSettingsMustAgree) {
   using braid::core::GpuLayoutSettings;
-  const GpuLayoutSettings base{512 << 10, 32 << 10, 4 << 20, 30, 0};
+  const GpuLayoutSettings base{512 << 10, 32 << 10, 1024 * 120, 4 << 20, 30, 0};
   std::vector<GpuLayoutSettings> all(3, base);
   EXPECT_TRUE(braid::core::checkLayoutAgreement(all).isOk());
   all[2].oneShotBytes = 1 << 20;
@@ -44,6 +44,10 @@ TEST(Comm, GpuLayoutSettingsMustAgree) {
   s = braid::core::checkLayoutAgreement(all);
   EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("channels"), std::string::npos) << s.message();
+  all[1] = base;
+  all[1].ll128SlotBytes = 3840;
+  s = braid::core::checkLayoutAgreement(all);
+  EXPECT_NE(s.message().find("BRAID_GPU_LL128_BYTES = 3840"), std::string::npos) << s.message();
 }
 
 // The one-shot's block: offered to 2..8 ranks, as asked, but lowered so that a rank's region

@@ -158,6 +158,21 @@ TEST(Tuner, OverridesAreHonouredAndReported) {
     EXPECT_NE(pcie.decide(Coll::kAllReduce, bytes).proto, Proto::kLL128);
 }
 
+// LL128 runs where NVLink joins the ranks, unless the executor's FIFOs fell back to host memory.
+TEST(Tuner, Ll128OnlyOverNvlinkAndGpuMemory) {
+  Machine m = machineOf(fixture("h200-2gpu.xml"));
+  EXPECT_TRUE(m.ll128Capable);
+  TunerConfig only;
+  only.protocol = "ll128";
+  EXPECT_EQ(tunerFor(m, only).decide(Coll::kAllReduce, size_t(1) << 20).proto, Proto::kLL128);
+  Tuner hostFifos = tunerFor(m, only);
+  hostFifos.setLl128Capable(false);
+  Decision d = hostFifos.decide(Coll::kAllReduce, size_t(1) << 20);
+  EXPECT_NE(d.proto, Proto::kLL128);
+  EXPECT_NE(d.note.find("nothing allowed"), std::string::npos) << d.note;
+  EXPECT_FALSE(machineOf(fixture("pcie-4gpu-2socket.xml")).ll128Capable);
+}
+
 // The one-shot: offered only once the executor reserved its buffers, only with LL and only up to the
 // reserved size per block; forcing it beyond that size falls back to the ring.
 TEST(Tuner, OneShotOnlyWhereItsBuffersReach) {
