@@ -19,6 +19,7 @@
 #include "algo/doubling.h"
 #include "algo/p2p.h"
 #include "core/log.h"
+#include "exec/p2p_self.h"
 
 namespace braid::exec {
 namespace {
@@ -524,8 +525,18 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pO
                         " sends and " + std::to_string(device::kMaxP2pOps) + " receives (this one: " +
                         std::to_string(sends.size()) + " and " + std::to_string(recvs.size()) + ")");
   }
+  std::vector<SelfCopy> copies;
+  BRAID_RETURN_IF_ERROR(takeSelfCopies(s.o.rank, &sends, &recvs, &copies));
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
+  // Messages to itself: device-to-device copies on the stream, ahead of the kernel (they touch no
+  // FIFO, so they need no ordering against the communicator's other streams).
+  for (const SelfCopy& c : copies) {
+    BRAID_RETURN_IF_ERROR(
+        cudaCheck("cudaMemcpyAsync (a message to itself)",
+                  cudaMemcpyAsync(static_cast<char*>(recvBase) + c.to, static_cast<const char*>(sendBase) + c.from,
+                                  c.bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream))));
+  }
   algo::orderP2p(s.o.rank, s.o.nranks, &sends, &recvs);
   // Both ends of a message must cut it into the same channels and steps, and a rank knows only its
   // own messages: the protocol and channels follow from each message's own size. Messages up to

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/p2p_self.h"
 #include "thread_ranks.h"
 
 namespace {
@@ -190,4 +191,39 @@ TEST(HostGroup, AFailedCallCancelsTheGroup) {
         << braidGetLastError();
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(out[r][0], n) << "rank " << r;
+}
+
+// GPU groups copy a rank's messages to itself instead of sending them through its own FIFO: the k-th
+// send to itself pairs with the k-th receive from itself, and the other messages stay in order.
+TEST(P2pSelfCopies, PairInPostingOrderAndLeaveThePeersMessages) {
+  using braid::algo::P2pOp;
+  std::vector<P2pOp> sends = {{1, 0, 8}, {2, 8, 100}, {1, 108, 4}, {2, 112, 50}};
+  std::vector<P2pOp> recvs = {{2, 0, 100}, {0, 100, 7}, {2, 107, 50}};
+  std::vector<braid::exec::SelfCopy> copies;
+  ASSERT_TRUE(braid::exec::takeSelfCopies(2, &sends, &recvs, &copies).isOk());
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_EQ(copies[0].from, 8u);
+  EXPECT_EQ(copies[0].to, 0u);
+  EXPECT_EQ(copies[0].bytes, 100u);
+  EXPECT_EQ(copies[1].from, 112u);
+  EXPECT_EQ(copies[1].to, 107u);
+  EXPECT_EQ(copies[1].bytes, 50u);
+  ASSERT_EQ(sends.size(), 2u);
+  EXPECT_EQ(sends[1].offset, 108u);
+  ASSERT_EQ(recvs.size(), 1u);
+  EXPECT_EQ(recvs[0].peer, 0);
+}
+
+TEST(P2pSelfCopies, SizesOrCountsThatDoNotPairAreErrors) {
+  using braid::algo::P2pOp;
+  std::vector<braid::exec::SelfCopy> copies;
+  std::vector<P2pOp> sends = {{0, 0, 8}}, recvs = {{0, 0, 16}};
+  braid::Status s = braid::exec::takeSelfCopies(0, &sends, &recvs, &copies);
+  EXPECT_EQ(s.code(), braid::Code::kInvalidUsage);
+  EXPECT_NE(s.message().find("8 bytes sent but 16 received"), std::string::npos) << s.message();
+  sends = {{0, 0, 8}, {0, 8, 8}};
+  recvs = {{0, 0, 8}};
+  s = braid::exec::takeSelfCopies(0, &sends, &recvs, &copies);
+  EXPECT_NE(s.message().find("sends 2 message(s) to itself in this group but receives 1"), std::string::npos)
+      << s.message();
 }
