@@ -186,7 +186,8 @@ int runGpuRanks(const Options& o, const braidUniqueId* id, int firstRank, int n,
               std::string(fromEnv ? "device of a rank: launcher's local rank % " : "device of rank r: r % ") +
               std::to_string(devices) + "; one stream per rank; " +
               (o.graph ? "times of one CUDA graph launch of " : "times of ") + std::to_string(o.iters) +
-              (o.graph ? " calls" : " eager calls") + " between CUDA events, per call");
+              (o.graph ? " calls" : " eager calls") + " between CUDA events, per call" +
+              (o.agg > 1 ? " (each of them a group of " + std::to_string(o.agg) + " calls)" : ""));
           notes.push_back("config: algorithm " + (o.algorithm.empty() ? "(library's choice)" : o.algorithm) +
                           ", protocol " + (o.protocol.empty() ? "(library's choice)" : o.protocol) + ", CTAs " +
                           (o.ctas > 0 ? std::to_string(o.ctas) : "(library's choice)"));

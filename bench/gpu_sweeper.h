@@ -246,15 +246,26 @@ class Sweeper {
     placeBuffers(o_.coll, place, g.send, g.recv, g.rank, row.count, es_, in, out);
   }
 
-  // One call of `lib`'s collective for rank g (no group around it: the caller's).
-  Error issue(Lib lib, GpuRank& g, const Row& row, int place) {
+  // `calls` calls of `lib`'s collective for rank g on the same buffers: one without a group (the
+  // caller's applies), several in a group of their own (--agg).
+  Error issue(Lib lib, GpuRank& g, const Row& row, int place, int calls) {
     char *in, *out;
     buffers(g, row, place, &in, &out);
+    const bool group = calls > 1;
+    Error err;
     if (lib == Lib::kBraid) {
-      return braidCheck(runOnce(o_.coll, in, out, row.count, o_.type, row.op, o_.root, g.rank, n_, g.comm, g.stream),
-                        collName(o_.coll));
+      if (group) braidGroupStart();
+      for (int k = 0; k < calls && err.empty(); ++k) {
+        err = braidCheck(runOnce(o_.coll, in, out, row.count, o_.type, row.op, o_.root, g.rank, n_, g.comm, g.stream),
+                         collName(o_.coll));
+      }
+      Error end = group ? braidCheck(braidGroupEnd(), "braidGroupEnd") : "";
+      return err.empty() ? end : err;
     }
-    return ncclCheck(api_, ncclCall(g, in, out, row), collName(o_.coll));
+    if (group) api_->groupStart();
+    for (int k = 0; k < calls && err.empty(); ++k) err = ncclCheck(api_, ncclCall(g, in, out, row), collName(o_.coll));
+    Error end = group ? ncclCheck(api_, api_->groupEnd(), "ncclGroupEnd") : "";
+    return err.empty() ? end : err;
   }
 
   nccl::ncclResult_t ncclCall(GpuRank& g, char* in, char* out, const Row& row) {
@@ -287,9 +298,9 @@ class Sweeper {
     return 4;  // ncclInvalidArgument
   }
 
-  // One call on every rank of the thread.
-  Error issueAll(Lib lib, const Row& row, int place) {
-    auto one = [&](GpuRank& g) { return issue(lib, g, row, place); };
+  // One iteration (--agg calls, or `calls`) on every rank of the thread.
+  Error issueAll(Lib lib, const Row& row, int place, int calls = 0) {
+    auto one = [&](GpuRank& g) { return issue(lib, g, row, place, calls > 0 ? calls : o_.agg); };
     return lib == Lib::kBraid ? braidAll(one) : ncclAll(one);
   }
 
@@ -328,7 +339,9 @@ class Sweeper {
           cudaCheck(cudaMemcpyAsync(in, hostIn_.data(), inBytes, cudaMemcpyHostToDevice, g.stream), "cudaMemcpyAsync"));
     }
     PERF_TRY(barrier());
-    PERF_TRY(issueAll(lib, row, place));
+    // With --agg, the group out of place (each call writes the same result); in place one call,
+    // since each call would reduce the previous one's result again.
+    PERF_TRY(issueAll(lib, row, place, place == 1 ? 1 : o_.agg));
     PERF_TRY(waitAll());
     for (size_t j = 0; j < ranks_.size(); ++j) {
       GpuRank& g = ranks_[j];
@@ -344,12 +357,12 @@ class Sweeper {
     return "";
   }
 
-  // Per rank: the time between events on its stream around `iters` calls, divided by iters.
+  // Per rank: the time between events on its stream around `iters` iterations, per call.
   Error elapsed(std::vector<double>* us) {
     for (size_t j = 0; j < ranks_.size(); ++j) {
       float ms = 0;
       PERF_TRY(cudaCheck(cudaEventElapsedTime(&ms, ranks_[j].start, ranks_[j].stop), "cudaEventElapsedTime"));
-      (*us)[j] = ms * 1e3 / o_.iters;
+      (*us)[j] = ms * 1e3 / (static_cast<double>(o_.iters) * o_.agg);
     }
     return "";
   }
@@ -422,7 +435,7 @@ class Sweeper {
     if (lib == Lib::kBraid) {
       for (size_t j = 0; j < nr && err.empty(); ++j) {
         err = begin(j);
-        for (int i = 0; i < o_.iters && err.empty(); ++i) err = issue(lib, ranks_[j], row, place);
+        for (int i = 0; i < o_.iters && err.empty(); ++i) err = issue(lib, ranks_[j], row, place, o_.agg);
         if (capturing[j]) {
           Error e = end(j);
           if (err.empty()) err = e;

@@ -31,6 +31,7 @@ const char* kUsage =
     "  -G 0|1     time the iterations captured into one CUDA graph (0: eager calls)\n"
     "  --compare nccl   run every row through NCCL too (loaded with dlopen) and print the ratio\n"
     "  --nccl-lib path  the NCCL library to load (libnccl.so.2)\n"
+    "  --agg n          issue n calls per iteration in one group (nccl-tests' -m); times are per call\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); with mpirun pass -x BRAID_COMM_ID=host:port.\n";
 
@@ -66,12 +67,13 @@ const Named kTypes[] = {{"float", braidFloat32},     {"double", braidFloat64},  
                         {"int32", braidInt32},       {"uint32", braidUint32},      {"int64", braidInt64},
                         {"uint64", braidUint64},     {"fp8e4m3", braidFloat8e4m3}, {"fp8e5m2", braidFloat8e5m2}};
 
-// The long options: --compare and --nccl-lib. False when `flag` is none of them or `v` is wrong.
+// The long options: --compare, --nccl-lib and --agg. False when `flag` is none of them or `v` is wrong.
 bool parseLong(const char* flag, const char* v, Options* o) {
   if (std::strcmp(flag, "--compare") == 0) {
     o->compareNccl = std::strcmp(v, "nccl") == 0;  // the one library to compare with
     return o->compareNccl;
   }
+  if (std::strcmp(flag, "--agg") == 0) return parseInt(v, 1, 1024, &o->agg);
   if (std::strcmp(flag, "--nccl-lib") == 0) {
     o->ncclLib = v;
     return *v != '\0';
@@ -127,8 +129,8 @@ bool parseOptions(int argc, char** argv, Options* o) {
     return false;
   }
   // Host communicators have no protocols, CTAs, graphs or NCCL twin: say so rather than ignore the option.
-  if (o->gpus == 0 && (!o->protocol.empty() || o->ctas > 0 || o->graph || o->compareNccl)) {
-    std::fprintf(stderr, "braid-perf: -P, -m, -G and --compare apply to GPU communicators only: add -g 1\n");
+  if (o->gpus == 0 && (!o->protocol.empty() || o->ctas > 0 || o->graph || o->compareNccl || o->agg > 1)) {
+    std::fprintf(stderr, "braid-perf: -P, -m, -G, --compare and --agg apply to GPU communicators only: add -g 1\n");
     return false;
   }
 

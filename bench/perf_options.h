@@ -34,6 +34,7 @@ struct Options {
   int ctas = 0;                         // -m: config->minCTAs = maxCTAs (GPU only; 0: the library chooses)
   bool graph = false;                   // -G 1: time the iterations as one CUDA graph launch (GPU only)
   bool compareNccl = false;             // --compare nccl: the same rows through NCCL too (GPU only)
+  int agg = 1;                          // --agg: calls per iteration, issued in one group (GPU only)
   // --nccl-lib: the NCCL library --compare dlopens (the loader's search path applies).
   std::string ncclLib = "libnccl.so.2";
 };

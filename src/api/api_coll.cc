@@ -29,10 +29,8 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
       r.root = args.rootOrPeer;
       r.stream = stream;
       if (core::groupDepth() == 0) return comm->collective(r);  // the common case: nothing to hold
-      core::addToGroupEstimate(comm->estimateUs(r));
-      // A call held by a group reports through braidGroupEnd: name the call that failed there.
-      std::string name(function);
-      return core::runOrDefer(comm.get(), [comm, r, name]() { return comm->collective(r).withContext(name); });
+      // A call held by a group reports through braidGroupEnd, which names it.
+      return core::runOrDeferCollective(std::move(comm), r, function);
     }());
   });
 }

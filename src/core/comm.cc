@@ -250,7 +250,7 @@ Status Comm::connectGpu() {
   return Status::ok();
 }
 
-Status Comm::runGpu(const CollRequest& r) {
+exec::CudaCall Comm::gpuCall(const CollRequest& r) const {
   tune::Decision d = plan_.tuner.decide(r.coll, messageBytes(r, nranks_));
   exec::CudaCall call;
   call.shape.coll = r.coll;
@@ -267,7 +267,7 @@ Status Comm::runGpu(const CollRequest& r) {
   call.type = r.type;
   call.op = r.op;
   call.stream = r.stream;
-  return gpu_->run(call);
+  return call;
 }
 
 // With BRAID_TOPO_DUMP_FILE, the ranks gather their hosts' topologies and rank 0 writes them.
@@ -318,8 +318,24 @@ Status Comm::collective(const CollRequest& request) {
     BRAID_RETURN_IF_ERROR(checkCollective(*bootstrap_, request, ++callSeq_));
   }
   if (request.count == 0) return Status::ok();
-  if (gpu_ != nullptr) return runGpu(request);
+  if (gpu_ != nullptr) return gpu_->run(gpuCall(request));
   return failOnRemoteError(host_->run(request));
+}
+
+Status Comm::collectives(const std::vector<CollRequest>& requests) {
+  if (gpu_ == nullptr) {
+    for (const CollRequest& r : requests) BRAID_RETURN_IF_ERROR(collective(r));
+    return Status::ok();
+  }
+  BRAID_RETURN_IF_ERROR(checkUsable());
+  std::unique_lock<std::mutex> checked(checkMu_, std::defer_lock);
+  if (checkCalls_) checked.lock();
+  std::vector<exec::CudaCall> calls;
+  for (const CollRequest& r : requests) {
+    if (checkCalls_) BRAID_RETURN_IF_ERROR(checkCollective(*bootstrap_, r, ++callSeq_));
+    if (r.count > 0) calls.push_back(gpuCall(r));
+  }
+  return gpu_->runBatch(calls.data(), calls.size());
 }
 
 // A call that failed midway leaves FIFOs out of step with the peers: the communicator is unusable

@@ -75,6 +75,10 @@ class Comm {
   /// request.stream.
   Status collective(const CollRequest& request);
 
+  /// Runs a group's collectives on this communicator in order. On a GPU, consecutive calls of one
+  /// kernel, protocol and stream share one launch (CudaEngine::runBatch).
+  Status collectives(const std::vector<CollRequest>& requests);
+
   /// Runs sends and receives together (one group's worth on this communicator).
   Status p2p(const std::vector<P2pRequest>& requests);
 
@@ -91,7 +95,7 @@ class Comm {
   Status dumpTopology();
   Status planGpu();
   Status connectGpu();
-  Status runGpu(const CollRequest& request);
+  exec::CudaCall gpuCall(const CollRequest& request) const;
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status failOnRemoteError(Status s);
   void runInit(const bootstrap::UniqueIdBytes& id);

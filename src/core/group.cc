@@ -11,8 +11,17 @@
 namespace braid::core {
 namespace {
 thread_local int tlsDepth = 0;
+// A held call: a collective (run with the collectives next to it, so that a GPU launches them
+// together) or any other call.
+struct Held {
+  std::function<Status()> call;  // empty for a collective
+  std::shared_ptr<Comm> comm;    // a collective's communicator
+  CollRequest request;
+  std::string name;  // a collective's API function, for its errors
+};
 // Held calls per communicator, in posting order; the communicators in first-use order.
-using HeldLists = std::vector<std::pair<const Comm*, std::vector<std::function<Status()>>>>;
+using HeldList = std::vector<Held>;
+using HeldLists = std::vector<std::pair<const Comm*, HeldList>>;
 thread_local HeldLists tlsHeld;
 // Point-to-point batches per communicator, in posting order.
 thread_local std::map<Comm*, std::pair<std::shared_ptr<Comm>, std::vector<P2pRequest>>> tlsP2p;
@@ -33,12 +42,34 @@ Status waitForInits(const std::vector<std::shared_ptr<Comm>>& inits) {
 }
 
 // The held list of `comm` in `lists`, appended if it has none yet.
-std::vector<std::function<Status()>>& heldListOf(HeldLists* lists, const Comm* comm) {
+HeldList& heldListOf(HeldLists* lists, const Comm* comm) {
   for (auto& entry : *lists) {
     if (entry.first == comm) return entry.second;
   }
-  lists->emplace_back(comm, std::vector<std::function<Status()>>{});
+  lists->emplace_back(comm, HeldList{});
   return lists->back().second;
+}
+
+// Runs a held list in order: each run of consecutive collectives as one Comm::collectives.
+Status runHeld(const HeldList& list) {
+  for (size_t i = 0; i < list.size();) {
+    if (list[i].call) {
+      BRAID_RETURN_IF_ERROR(list[i].call());
+      ++i;
+      continue;
+    }
+    std::vector<CollRequest> batch;
+    size_t end = i;
+    for (; end < list.size() && !list[end].call; ++end) batch.push_back(list[end].request);
+    Status st = list[i].comm->collectives(batch);
+    if (!st.isOk()) {
+      return st.withContext(end - i == 1 ? list[i].name
+                                         : list[i].name + " or one of the " + std::to_string(end - i - 1) +
+                                               " collectives after it in the group");
+    }
+    i = end;
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -84,7 +115,7 @@ Status groupEnd() {
   for (auto& kv : tlsP2p) {
     std::shared_ptr<Comm> comm = kv.second.first;
     std::vector<P2pRequest> batch = std::move(kv.second.second);
-    heldListOf(&lists, comm.get()).push_back([comm, batch] { return comm->p2p(batch); });
+    heldListOf(&lists, comm.get()).push_back(Held{[comm, batch] { return comm->p2p(batch); }, nullptr, {}, {}});
   }
   tlsP2p.clear();
   tlsEstimateUs = 0;
@@ -92,11 +123,10 @@ Status groupEnd() {
   // One thread per communicator; its calls in order (the first error of a list ends that list).
   // A worker thread first makes the communicator's device current: the calls then find it so and
   // leave it so, instead of restoring the new thread's device 0 (which would create a context there).
-  auto runList = [](const std::pair<const Comm*, std::vector<std::function<Status()>>>& list, bool worker) {
+  auto runList = [](const std::pair<const Comm*, HeldList>& list, bool worker) {
     if (worker && list.first != nullptr && list.first->cudaDevice() >= 0)
       BRAID_RETURN_IF_ERROR(exec::cudaSelectDevice(list.first->cudaDevice()));
-    for (const auto& call : list.second) BRAID_RETURN_IF_ERROR(call());
-    return Status::ok();
+    return runHeld(list.second);
   };
   std::vector<Status> results(lists.size());
   std::vector<std::thread> threads;
@@ -109,7 +139,15 @@ Status groupEnd() {
 
 Status runOrDefer(const Comm* comm, std::function<Status()> call) {
   if (tlsDepth == 0) return call();
-  heldListOf(&tlsHeld, comm).push_back(std::move(call));
+  heldListOf(&tlsHeld, comm).push_back(Held{std::move(call), nullptr, {}, {}});
+  return Status::ok();
+}
+
+Status runOrDeferCollective(std::shared_ptr<Comm> comm, const CollRequest& request, const char* function) {
+  if (tlsDepth == 0) return comm->collective(request);
+  addToGroupEstimate(comm->estimateUs(request));
+  Comm* key = comm.get();
+  heldListOf(&tlsHeld, key).push_back(Held{nullptr, std::move(comm), request, function});
   return Status::ok();
 }
 

@@ -23,6 +23,11 @@ class Comm;
 /// Runs `call` (a call of `comm`) now, or holds it until the group ends.
 Status runOrDefer(const Comm* comm, std::function<Status()> call);
 
+/// Runs collective `request` on `comm` now, or holds it until the group ends: consecutive held
+/// collectives of a communicator run as one Comm::collectives (on a GPU, one launch where they share
+/// a kernel). `function` names the call in errors.
+Status runOrDeferCollective(std::shared_ptr<Comm> comm, const CollRequest& request, const char* function);
+
 /// Runs `request` on `comm` now, or adds it to the group's batch for that communicator: a group's
 /// sends and receives on one communicator run together, as one call, at the group's end.
 Status runOrDeferP2p(std::shared_ptr<Comm> comm, P2pRequest request);

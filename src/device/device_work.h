@@ -88,13 +88,10 @@ struct OneShotArgs {
   int channels = 0;                      // epoch counters in use (the most channels a call may have)
 };
 
-/// Everything one launch needs; passed by value as the kernel's parameter.
+/// What every kernel of a communicator's rank needs: its place in the algorithms, its lanes, its
+/// connections and buffers. Part of each kernel's parameter.
 struct KernelArgs {
-  algo::WorkArgs work;  // ring.order points to device memory; channel is set per CTA
-  const void* input = nullptr;
-  void* output = nullptr;
-  int type = 0;  // braidDataType_t
-  int op = 0;    // braidRedOp_t
+  algo::WorkArgs work;  // ring.order points to device memory; each call sets the call's fields
   int nLanes = 1;
   int laneThreads = 512;            // a multiple of 32; nLanes x laneThreads <= kMaxBlockThreads
   const PeerConn* conns = nullptr;  // device table, connIndex order
@@ -105,14 +102,58 @@ struct KernelArgs {
   OneShotArgs oneShot;
 };
 
+/// One call of a launch: its buffers, element type and operation, and the fields of its WorkArgs.
+struct CallArgs {
+  const void* input = nullptr;
+  void* output = nullptr;
+  size_t count = 0;       // WorkArgs::count
+  size_t chunkElems = 1;  // one slot of the protocol, in elements of `type`
+  int root = 0;
+  int nChannels = 1;  // CTAs from nChannels on have no part in this call
+  int type = 0;       // braidDataType_t
+  int op = 0;         // braidRedOp_t
+  bool postOp = false;
+};
+
+/// The WorkArgs of `call` on `channel`: the rank's, with the call's fields.
+BRAID_HOST_DEVICE inline algo::WorkArgs workOf(const KernelArgs& a, const CallArgs& call, int channel) {
+  algo::WorkArgs w = a.work;
+  w.count = call.count;
+  w.chunkElems = call.chunkElems;
+  w.root = call.root;
+  w.nChannels = call.nChannels;
+  w.postOp = call.postOp;
+  w.channel = channel;
+  return w;
+}
+
+/// Most calls one collective kernel carries: a group's collectives of one kind and protocol on one
+/// stream run as one launch, each CTA taking the calls in order. They travel in the kernel's
+/// parameter, so a CUDA graph replays them without any host memory.
+constexpr int kMaxBatchCalls = 16;
+
+/// The parameter of the ring, tree, double-tree and recursive-doubling kernels.
+struct CollKernelArgs {
+  KernelArgs base;
+  int nCalls = 0;
+  CallArgs calls[kMaxBatchCalls];
+};
+
+/// The parameter of a one-shot kernel: one call.
+struct OneShotKernelArgs {
+  KernelArgs base;
+  CallArgs call;
+};
+
 /// Most sends (and most receives) one send/recv kernel carries: a group's messages travel in the
-/// kernel's parameter, so a CUDA graph replays them without any host memory.
+/// kernel's parameter, like a batch of collectives.
 constexpr int kMaxP2pOps = 32;
 
 /// The send/recv kernel's parameter: lane 0 sends, lane 1 receives; offsets and counts in bytes
-/// from input (sends) and output (receives).
+/// from call.input (sends) and call.output (receives).
 struct P2pKernelArgs {
   KernelArgs base;
+  CallArgs call;
   int nSends = 0;
   int nRecvs = 0;
   algo::P2pOp sends[kMaxP2pOps];
@@ -147,9 +188,11 @@ BRAID_HOST_DEVICE constexpr int maxBlockThreads(KernelKind kind) {
              : kMaxBlockThreads / 2;
 }
 
-/// Launches kernel `kind` with protocol `proto`: `channels` CTAs of nLanes x laneThreads threads
-/// on `stream` (a cudaStream_t). Returns the cudaError_t of the launch.
-int launchKernel(KernelKind kind, Proto proto, int channels, const KernelArgs& args, void* stream);
+/// Launches collective kernel `kind` (not a one-shot) with protocol `proto`: `channels` CTAs of
+/// nLanes x laneThreads threads on `stream` (a cudaStream_t). Returns the cudaError_t of the launch.
+int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKernelArgs& args, void* stream);
+/// The same for a one-shot kernel (kind >= kAllReduceOneShot; LL only).
+int launchOneShotKernel(KernelKind kind, int channels, const OneShotKernelArgs& args, void* stream);
 /// The same for the send/recv kernel (two lanes).
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream);
 

@@ -13,12 +13,11 @@
 namespace braid::device {
 
 template <KernelKind K, Proto P>
-__device__ __forceinline__ void runKernel(const KernelArgs& a) {
+__device__ __forceinline__ void runCall(const KernelArgs& a, const CallArgs& call) {
   const int lane = threadIdx.x / a.laneThreads;
   LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag};
-  algo::WorkArgs w = a.work;
-  w.channel = blockIdx.x;
-  DeviceBackend<P> b{a, ctx, w.channel};
+  algo::WorkArgs w = workOf(a, call, blockIdx.x);
+  DeviceBackend<P> b{a, call, ctx, w.channel};
   if constexpr (K == KernelKind::kAllReduceRing) {
     algo::ringAllReduce(b, w);
   } else if constexpr (K == KernelKind::kAllReduceTree) {
@@ -38,14 +37,24 @@ __device__ __forceinline__ void runKernel(const KernelArgs& a) {
   }
 }
 
+// The calls of a launch in order. A CTA past a call's channels skips it; so does the same CTA of
+// every peer, so the FIFO steps of each channel stay in agreement. A lane's connection ends belong
+// to that lane in every call of a kind, and each Prims stores its steps before the lane's barrier,
+// so the next call's Prims reads them back.
+template <KernelKind K, Proto P>
+__device__ __forceinline__ void runKernel(const CollKernelArgs& k) {
+  for (int i = 0; i < k.nCalls; ++i) {
+    if (static_cast<int>(blockIdx.x) < k.calls[i].nChannels) runCall<K, P>(k.base, k.calls[i]);
+  }
+}
+
 template <Proto P>
 __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
   const KernelArgs& a = p.base;
   const int lane = threadIdx.x / a.laneThreads;
   LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag};
-  algo::WorkArgs w = a.work;
-  w.channel = blockIdx.x;
-  DeviceBackend<P> b{a, ctx, w.channel};
+  algo::WorkArgs w = workOf(a, p.call, blockIdx.x);
+  DeviceBackend<P> b{a, p.call, ctx, w.channel};
   if (lane == 0)
     algo::p2pSendLane(b, w, p.sends, p.nSends);
   else
@@ -54,9 +63,9 @@ __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
 
 // One translation unit per protocol, each with its own copy of the data-movement loops: the two
 // compile in parallel. Each defines the kernels of protocol PROTO, named braid_<what>_<SUFFIX>.
-#define BRAID_KERNEL(name, kind)                                                                        \
-  __global__ void __launch_bounds__(maxBlockThreads(kind)) name(const __grid_constant__ KernelArgs a) { \
-    runKernel<kind, BRAID_PROTO>(a);                                                                    \
+#define BRAID_KERNEL(name, kind)                                                                            \
+  __global__ void __launch_bounds__(maxBlockThreads(kind)) name(const __grid_constant__ CollKernelArgs a) { \
+    runKernel<kind, BRAID_PROTO>(a);                                                                        \
   }
 
 #define BRAID_KERNEL_TABLE(suffix)                                                                                 \

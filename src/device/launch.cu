@@ -14,20 +14,28 @@ const KernelRef& kernelFor(KernelKind kind, Proto proto) {
   return table[static_cast<int>(kind)];
 }
 
+// Launches `kernel` on `channels` CTAs of `threads` threads with the parameter `args`.
+template <class Args>
+int launchWith(const KernelRef& kernel, int channels, int threads, const Args& args, void* stream) {
+  void* params[] = {const_cast<Args*>(&args)};
+  return static_cast<int>(
+      cudaLaunchKernel(kernel.fn, dim3(channels), dim3(threads), params, 0, static_cast<cudaStream_t>(stream)));
+}
+
 }  // namespace
 
-int launchKernel(KernelKind kind, Proto proto, int channels, const KernelArgs& args, void* stream) {
-  void* params[] = {const_cast<KernelArgs*>(&args)};
-  return static_cast<int>(cudaLaunchKernel(kernelFor(kind, proto).fn, dim3(channels),
-                                           dim3(args.nLanes * args.laneThreads), params, 0,
-                                           static_cast<cudaStream_t>(stream)));
+int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKernelArgs& args, void* stream) {
+  if (kind >= KernelKind::kSendRecv) return static_cast<int>(cudaErrorInvalidValue);
+  return launchWith(kernelFor(kind, proto), channels, args.base.nLanes * args.base.laneThreads, args, stream);
+}
+
+int launchOneShotKernel(KernelKind kind, int channels, const OneShotKernelArgs& args, void* stream) {
+  if (kind < KernelKind::kAllReduceOneShot) return static_cast<int>(cudaErrorInvalidValue);
+  return launchWith(kernelFor(kind, Proto::kLL), channels, args.base.nLanes * args.base.laneThreads, args, stream);
 }
 
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream) {
-  void* params[] = {const_cast<P2pKernelArgs*>(&args)};
-  return static_cast<int>(cudaLaunchKernel(kernelFor(KernelKind::kSendRecv, proto).fn, dim3(channels),
-                                           dim3(2 * args.base.laneThreads), params, 0,
-                                           static_cast<cudaStream_t>(stream)));
+  return launchWith(kernelFor(KernelKind::kSendRecv, proto), channels, 2 * args.base.laneThreads, args, stream);
 }
 
 const char* kernelName(KernelKind kind, Proto proto) { return kernelFor(kind, proto).name; }

@@ -70,26 +70,27 @@ __device__ __forceinline__ bool oneShotReceivesFrom(int me, int q, int root) {
 
 // kBatch: words per thread per batch (the loads one memory latency covers).
 template <algo::Coll C, int kBatch, class Combine>
-__device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine) {
+__device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs& call, Combine combine) {
   constexpr bool kCombines = C == algo::Coll::kAllReduce || C == algo::Coll::kReduceScatter || C == algo::Coll::kReduce;
   const OneShotArgs& o = a.oneShot;
-  const int n = a.work.nranks, me = a.work.rank, root = a.work.root, c = blockIdx.x;
+  const int n = a.work.nranks, me = a.work.rank, root = call.root, c = blockIdx.x;
   const size_t tid = threadIdx.x, stride = blockDim.x;
   uint64_t* epochs = oneShotEpochs(o.regions[me]);
   const uint64_t epoch = *static_cast<volatile uint64_t*>(epochs + c);
   const uint32_t flag = oneShotFlag(epoch);
   const uint64_t parity = epoch % kOneShotParities;
-  const size_t es = elemSizeOf(a.type), count = a.work.count;
-  const algo::Range range = algo::channelRange(count, c, a.work.nChannels);
+  const size_t es = elemSizeOf(call.type), count = call.count;
+  const algo::Range range = algo::channelRange(count, c, call.nChannels);
   const size_t bytes = (range.end - range.begin) * es;
   const size_t nWords = (bytes + 7) / 8;
   const size_t firstWord = range.begin * es / 8;  // channels start at multiples of 64 elements
   // The part of the input block rank q's contribution comes from, and of the output block q.
   auto in = [&](int q) {
-    return static_cast<const char*>(a.input) + ((C == algo::Coll::kReduceScatter ? q * count : 0) + range.begin) * es;
+    return static_cast<const char*>(call.input) +
+           ((C == algo::Coll::kReduceScatter ? q * count : 0) + range.begin) * es;
   };
   auto out = [&](int q) {
-    return static_cast<char*>(a.output) + ((C == algo::Coll::kAllGather ? q * count : 0) + range.begin) * es;
+    return static_cast<char*>(call.output) + ((C == algo::Coll::kAllGather ? q * count : 0) + range.begin) * es;
   };
   auto valid = [&](size_t w) { return static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8); };
   bool aborted = false;
@@ -142,9 +143,9 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
   // this rank's words go out first and those of each sender's lines right behind them, so one memory
   // latency covers the batch; lines not there yet are re-read together until all carry the flag.
   const bool receives = C == algo::Coll::kBroadcast ? me != root : C == algo::Coll::kReduce ? me == root : true;
-  const bool copiesOwn = C == algo::Coll::kBroadcast && me == root && a.input != a.output;
+  const bool copiesOwn = C == algo::Coll::kBroadcast && me == root && call.input != call.output;
   const bool usesOwn = kCombines || C == algo::Coll::kAllGather || copiesOwn;
-  const int postDivisor = a.work.postOp ? n : 0;
+  const int postDivisor = call.postOp ? n : 0;
   for (size_t base = tid; base < nWords && !aborted && (receives || copiesOwn); base += kBatch * stride) {
     uint64_t own[kBatch], acc[kBatch];
     if (usesOwn) {
@@ -196,14 +197,15 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
     }
     for (int u = 0; u < kBatch && !aborted && kCombines; ++u) {
       const size_t w = base + u * stride;
-      if (w < nWords) plainWrite(out(0), w, valid(w), postDivisor ? divideWord(acc[u], a.type, postDivisor) : acc[u]);
+      if (w < nWords)
+        plainWrite(out(0), w, valid(w), postDivisor ? divideWord(acc[u], call.type, postDivisor) : acc[u]);
     }
   }
   __syncthreads();  // every thread read this call's epoch
   if (tid == 0) {
     epochs[c] = epoch + 1;
     if (c == 0) {
-      for (int k = a.work.nChannels; k < o.channels; ++k) epochs[k] += 1;
+      for (int k = call.nChannels; k < o.channels; ++k) epochs[k] += 1;
     }
   }
 }
@@ -213,11 +215,12 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, Combine combine
 // Collectives that combine batch 4 words per thread (8 overflow the 128 registers a 512-thread CTA
 // may use); the others batch 8.
 template <algo::Coll C>
-__device__ void oneShot(const KernelArgs& a) {
+__device__ void oneShot(const OneShotKernelArgs& k) {
+  const CallArgs& call = k.call;
   if (C == algo::Coll::kAllGather || C == algo::Coll::kBroadcast) {
-    oneShotBody<C, 8>(a, AnyTypeAndOp{a.type, a.op});  // moves words, combines none
+    oneShotBody<C, 8>(k.base, call, AnyTypeAndOp{call.type, call.op});  // moves words, combines none
   } else {
-    withCombiner(a.type, a.op, [&](auto combine) { oneShotBody<C, 4>(a, combine); });
+    withCombiner(call.type, call.op, [&](auto combine) { oneShotBody<C, 4>(k.base, call, combine); });
   }
 }
 

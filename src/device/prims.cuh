@@ -52,9 +52,9 @@ __device__ __forceinline__ bool waitAtLeast(const uint64_t* p, uint64_t target, 
 template <Proto P>
 class DevicePrims {
  public:
-  __device__ DevicePrims(const KernelArgs& a, const LaneCtx& lane, int channel, const int* recvPeers, int nRecv,
-                         const int* sendPeers, int nSend, int connId)
-      : a_(a), lane_(lane), nRecv_(nRecv), nSend_(nSend) {
+  __device__ DevicePrims(const KernelArgs& a, const CallArgs& call, const LaneCtx& lane, int channel,
+                         const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId)
+      : a_(a), call_(call), lane_(lane), nRecv_(nRecv), nSend_(nSend) {
     const int n = a.work.nranks;
     for (int i = 0; i < nRecv; ++i) {
       recv_[i] = a.conns[connIndex(channel, connId, recvPeers[i], n)].recv;
@@ -98,9 +98,9 @@ class DevicePrims {
   }
 
  private:
-  __device__ const char* input(size_t off) const { return static_cast<const char*>(a_.input) + off * elemSize(); }
-  __device__ char* output(size_t off) const { return static_cast<char*>(a_.output) + off * elemSize(); }
-  __device__ size_t elemSize() const { return elemSizeOf(a_.type); }
+  __device__ const char* input(size_t off) const { return static_cast<const char*>(call_.input) + off * elemSize(); }
+  __device__ char* output(size_t off) const { return static_cast<char*>(call_.output) + off * elemSize(); }
+  __device__ size_t elemSize() const { return elemSizeOf(call_.type); }
   __device__ size_t slotOffset(uint64_t step) const {
     size_t slot = static_cast<size_t>(step % kSteps);
     return P == Proto::kSimple ? slot * a_.simpleSlotBytes
@@ -147,7 +147,7 @@ class DevicePrims {
       m.dstFlag[m.nDst] = P != Proto::kSimple ? static_cast<uint32_t>(sstep_[i] + 1) : 0;
       m.dst[m.nDst++] = slots(send_[i]) + slotOffset(sstep_[i]);
     }
-    if (n > 0 && m.nDst > 0 && !moveData<P>(m, a_.type, a_.op, lane_)) aborted_ = true;
+    if (n > 0 && m.nDst > 0 && !moveData<P>(m, call_.type, call_.op, lane_)) aborted_ = true;
     laneBarrier(lane_);
     if (lane_.tid == 0) {
       // Simple: the lane's data stores (ordered before this thread by the barrier) reach the peer
@@ -162,6 +162,7 @@ class DevicePrims {
   }
 
   const KernelArgs& a_;
+  const CallArgs& call_;
   const LaneCtx& lane_;
   RecvEnd recv_[algo::kMaxPeers];
   SendEnd send_[algo::kMaxPeers];
@@ -176,10 +177,11 @@ class DevicePrims {
 template <Proto P>
 struct DeviceBackend {
   const KernelArgs& args;
+  const CallArgs& call;
   const LaneCtx& lane;
   int channel;
   __device__ DevicePrims<P> open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId) {
-    return DevicePrims<P>(args, lane, channel, recvPeers, nRecv, sendPeers, nSend, connId);
+    return DevicePrims<P>(args, call, lane, channel, recvPeers, nRecv, sendPeers, nSend, connId);
   }
 };
 

@@ -444,15 +444,12 @@ const char* shortOp(braidRedOp_t op) {
 
 // Fills what every kernel of this rank needs; `shape` gets its channel count bounded and its chunk set
 // to the protocol's slot.
-device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type,
-                                          braidRedOp_t op) const {
+device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type) const {
   const State& s = *s_;
   shape->chunkElems = slotElems(s.o, proto, device::elemSizeOf(type));
   device::KernelArgs a;
   a.work = algo::workFor(s.o.geometry, s.o.rank, 0, *shape);
   a.work.ring.order = s.ringOrder;
-  a.type = type;
-  a.op = op;
   a.conns = s.table;
   a.simpleSlotBytes = s.o.simpleSlotBytes;
   a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);
@@ -494,27 +491,93 @@ Status CudaEngine::launch(void* stream, const char* range, const std::function<i
   return Status::ok();
 }
 
-Status CudaEngine::run(const CudaCall& call) {
+namespace {
+
+device::CallArgs callArgs(const algo::CallShape& shape, const void* input, void* output, braidDataType_t type,
+                          braidRedOp_t op) {
+  device::CallArgs c;
+  c.input = input;
+  c.output = output;
+  c.count = shape.count;
+  c.chunkElems = shape.chunkElems;
+  c.root = shape.root;
+  c.nChannels = shape.nChannels;
+  c.type = type;
+  c.op = op;
+  c.postOp = shape.postOp;
+  return c;
+}
+
+}  // namespace
+
+// The call's shape with its channel count bounded by what the engine has for its algorithm.
+Status CudaEngine::boundedShape(const CudaCall& call, algo::CallShape* shape) const {
+  const State& s = *s_;
+  *shape = call.shape;
+  const bool oneShot = shape->algo == algo::Algo::kOneShot;
+  const int most = oneShot ? s.o.oneShotChannels : shape->algo == algo::Algo::kRing ? s.o.channels : s.o.fullChannels;
+  shape->nChannels = std::clamp(shape->nChannels, 1, most);
+  if (oneShot && shape->count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
+    return internalError("one-shot " + std::string(algo::collName(shape->coll)) + " of " +
+                         std::to_string(shape->count) + " elements per block exceeds its " +
+                         std::to_string(s.o.oneShotBytes) + "-byte buffers");
+  }
+  return Status::ok();
+}
+
+Status CudaEngine::run(const CudaCall& call) { return runBatch(&call, 1); }
+
+Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
-  algo::CallShape shape = call.shape;
-  const bool oneShot = shape.algo == algo::Algo::kOneShot;
-  const int most = oneShot ? s.o.oneShotChannels : shape.algo == algo::Algo::kRing ? s.o.channels : s.o.fullChannels;
-  shape.nChannels = std::clamp(shape.nChannels, 1, most);
-  if (oneShot && shape.count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
-    return internalError("one-shot " + std::string(algo::collName(shape.coll)) + " of " + std::to_string(shape.count) +
-                         " elements per block exceeds its " + std::to_string(s.o.oneShotBytes) + "-byte buffers");
+  for (size_t i = 0; i < n;) {
+    const CudaCall& first = calls[i];
+    algo::CallShape shape;
+    BRAID_RETURN_IF_ERROR(boundedShape(first, &shape));
+    const device::KernelKind kind = kernelKind(shape.coll, shape.algo);
+    const device::KernelArgs base = kernelArgs(&shape, first.proto, first.type);
+    char range[160];
+    if (shape.algo == algo::Algo::kOneShot) {
+      device::OneShotKernelArgs k;
+      k.base = base;
+      k.call = callArgs(shape, first.input, first.output, first.type, first.op);
+      std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
+                    shortType(first.type), shortOp(first.op), shape.count, shape.nChannels);
+      BRAID_RETURN_IF_ERROR(launch(
+          first.stream, range, [&] { return device::launchOneShotKernel(kind, shape.nChannels, k, first.stream); }));
+      ++i;
+      continue;
+    }
+    // The calls that follow with the same kernel, protocol and stream join this launch.
+    device::CollKernelArgs k;
+    k.base = base;
+    int channels = 0;
+    size_t total = 0;
+    for (; i < n && k.nCalls < device::kMaxBatchCalls; ++i) {
+      const CudaCall& c = calls[i];
+      algo::CallShape cs;
+      BRAID_RETURN_IF_ERROR(boundedShape(c, &cs));
+      if (k.nCalls > 0 && (cs.algo == algo::Algo::kOneShot || kernelKind(cs.coll, cs.algo) != kind ||
+                           c.proto != first.proto || c.stream != first.stream)) {
+        break;
+      }
+      cs.chunkElems = slotElems(s.o, c.proto, device::elemSizeOf(c.type));
+      k.calls[k.nCalls++] = callArgs(cs, c.input, c.output, c.type, c.op);
+      channels = std::max(channels, cs.nChannels);
+      total += cs.count;
+    }
+    if (k.nCalls == 1) {
+      std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
+                    shortType(first.type), shortOp(first.op), shape.count, channels);
+    } else {
+      std::snprintf(range, sizeof(range), "%s %d calls count %zu ch %d", device::kernelName(kind, first.proto),
+                    k.nCalls, total, channels);
+    }
+    BRAID_RETURN_IF_ERROR(launch(
+        first.stream, range, [&] { return device::launchCollKernel(kind, first.proto, channels, k, first.stream); }));
   }
-  device::KernelArgs a = kernelArgs(&shape, call.proto, call.type, call.op);
-  a.input = call.input;
-  a.output = call.output;
-  const device::KernelKind kind = kernelKind(shape.coll, shape.algo);
-  char range[160];
-  std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, call.proto),
-                shortType(call.type), shortOp(call.op), shape.count, shape.nChannels);
-  return launch(call.stream, range,
-                [&] { return device::launchKernel(kind, call.proto, shape.nChannels, a, call.stream); });
+  return Status::ok();
 }
 
 Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase,
@@ -559,9 +622,8 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pO
     shape.coll = algo::Coll::kNumColls;  // marks send/recv: two lanes
     shape.nChannels = ll ? 1 : s.p2pChannels();
     device::P2pKernelArgs p;
-    p.base = kernelArgs(&shape, proto, braidUint8, braidSum);
-    p.base.input = sendBase;
-    p.base.output = recvBase;
+    p.base = kernelArgs(&shape, proto, braidUint8);
+    p.call = callArgs(shape, sendBase, recvBase, braidUint8, braidSum);
     p.nSends = static_cast<int>(classSends.size());
     p.nRecvs = static_cast<int>(classRecvs.size());
     std::copy(classSends.begin(), classSends.end(), p.sends);

@@ -87,6 +87,10 @@ class CudaEngine {
   /// Queues `call` on its stream; returns once launched.
   Status run(const CudaCall& call);
 
+  /// Queues `n` calls in order. Consecutive calls of one kernel (collective and algorithm, not the
+  /// one-shot), protocol and stream share a launch, up to device::kMaxBatchCalls of them.
+  Status runBatch(const CudaCall* calls, size_t n);
+
   /// Queues a group's sends and receives as one kernel on `stream`: offsets and counts in bytes from
   /// sendBase and recvBase (at most device::kMaxP2pOps of each).
   Status runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase, void* recvBase,
@@ -100,8 +104,8 @@ class CudaEngine {
  private:
   struct State;
   explicit CudaEngine(std::unique_ptr<State> state);
-  device::KernelArgs kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type,
-                                braidRedOp_t op) const;
+  device::KernelArgs kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type) const;
+  Status boundedShape(const CudaCall& call, algo::CallShape* shape) const;
   Status launch(void* stream, const char* range, const std::function<int()>& launchFn);
   std::unique_ptr<State> s_;
 };

@@ -105,6 +105,108 @@ TEST(GpuGroup, CollectivesOfOneCommunicatorKeepTheirOrder) {
   EXPECT_EQ(set.syncAndCheck(w), "");
 }
 
+// Captures rank r's calls of `set`, in one group, into `exec`; the number of kernel nodes the capture
+// made, or -1 (and `error` set).
+int captureGroup(World& w, CallSet& set, int r, cudaGraphExec_t* exec, std::string* error) {
+  cudaSetDevice(w.devices[r]);
+  if (cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    *error = "cudaStreamBeginCapture failed";
+    return -1;
+  }
+  braidGroupStart();
+  for (size_t i = 0; i < set.cases.size() && error->empty(); ++i) *error = set.issueOne(w, i, r);
+  if (braidGroupEnd() != braidSuccess && error->empty()) *error = std::string("braidGroupEnd: ") + braidGetLastError();
+  cudaGraph_t g = nullptr;
+  if (cudaStreamEndCapture(w.streams[r], &g) != cudaSuccess && error->empty()) *error = "cudaStreamEndCapture failed";
+  if (!error->empty()) return -1;
+  size_t nodes = 0;
+  cudaGraphGetNodes(g, nullptr, &nodes);
+  std::vector<cudaGraphNode_t> all(nodes);
+  cudaGraphGetNodes(g, all.data(), &nodes);
+  int kernels = 0;
+  for (cudaGraphNode_t node : all) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel) ++kernels;
+  }
+  if (cudaGraphInstantiate(exec, g, 0) != cudaSuccess) *error = "cudaGraphInstantiate failed";
+  cudaGraphDestroy(g);
+  return error->empty() ? kernels : -1;
+}
+
+// A group's collectives of one kernel and protocol on one stream are one launch: a capture of the
+// group holds `launches` kernel nodes on every rank. Then the graph replays (new inputs each time)
+// and the group runs eagerly, all checked against the reference.
+void expectGroupLaunches(World& w, CallSet& set, int launches) {
+  std::vector<cudaGraphExec_t> graphs(w.size());
+  for (int r = 0; r < w.size(); ++r) {
+    std::string error;
+    EXPECT_EQ(captureGroup(w, set, r, &graphs[r], &error), launches) << "rank " << r << " " << error;
+    ASSERT_EQ(error, "");
+  }
+  for (int replay = 0; replay < 2; ++replay) {
+    for (size_t k = 0; k < set.cases.size(); ++k) {
+      set.cases[k].salt = static_cast<int>(100 * (replay + 1) + k);
+      set.bufs[k]->upload(set.cases[k], w);
+    }
+    for (int r = 0; r < w.size(); ++r) {
+      cudaSetDevice(w.devices[r]);
+      ASSERT_EQ(cudaGraphLaunch(graphs[r], w.streams[r]), cudaSuccess);
+    }
+    ASSERT_TRUE(w.sync()) << w.error;
+    for (size_t k = 0; k < set.cases.size(); ++k)
+      ASSERT_EQ(set.bufs[k]->check(set.cases[k], w), "") << "replay " << replay;
+  }
+  for (auto g : graphs) cudaGraphExecDestroy(g);
+  ASSERT_EQ(set.issueAll(w, 3, true), "");
+  EXPECT_EQ(set.syncAndCheck(w), "");
+}
+
+TEST(GpuGroup, CollectivesOfOneKernelShareOneLaunch) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  const std::pair<const char*, const char*> configs[] = {{"ring", "simple"}, {"ring", "ll"},       {"ring", "ll128"},
+                                                         {"tree", "ll"},     {"dbtree", "simple"}, {"doubling", "ll"}};
+  for (auto [algorithm, protocol] : configs) {
+    SCOPED_TRACE(std::string(algorithm) + " " + protocol);
+    WorldOptions o;
+    o.nranks = 2;
+    o.algorithm = algorithm;
+    o.protocol = protocol;
+    World w(o);
+    ASSERT_EQ(w.error, "");
+    // Sizes that the tuner gives different channel counts, and several types and operations.
+    CallSet set(w, {{Coll::kAllReduce, 1, 0},
+                    {Coll::kAllReduce, 100003, 0},
+                    {Coll::kAllReduce, 4099, 0},
+                    {Coll::kAllReduce, 7, 0},
+                    {Coll::kAllReduce, (1 << 20) + 3, 0}});
+    set.cases[1].type = braidFloat16;
+    set.cases[2].type = braidInt32;
+    set.cases[2].op = braidMax;
+    set.cases[3].type = braidBfloat16;
+    set.cases[4].op = braidAvg;
+    for (size_t k = 0; k < set.cases.size(); ++k) set.bufs[k] = std::make_unique<CaseBuffers>(set.cases[k], w);
+    expectGroupLaunches(w, set, 1);
+  }
+}
+
+// Calls of different kernels keep their order: each run of one kernel is a launch.
+TEST(GpuGroup, MixedCollectivesLaunchEachRunOfOneKernel) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 2;
+  o.algorithm = "ring";
+  o.protocol = "simple";
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  CallSet set(w, {{Coll::kAllReduce, 4099, 0},
+                  {Coll::kAllReduce, 1000, 0},
+                  {Coll::kAllGather, 7, 0},
+                  {Coll::kAllGather, 70001, 0},
+                  {Coll::kAllReduce, 65, 0},
+                  {Coll::kReduceScatter, 1023, 0}});
+  expectGroupLaunches(w, set, 4);
+}
+
 // Send/recv with uneven sizes (an MoE-style all-to-all): each rank sees only its own messages, so
 // both ends of a message must cut it alike whatever else either of them sends.
 TEST(GpuSendRecv, UnevenMessagesAcrossRanks) {
