@@ -295,8 +295,71 @@ __device__ __forceinline__ void storeLine16If(bool on, char* p, uint64_t a, uint
                : "memory");
 }
 
+// Source j's data of the warp's kLl128Unroll groups into x, without waiting for any of it: a slot's
+// lines (each loaded by a converged warp in one instruction, see above) or the plain words of the
+// same lines.
+template <int U>
+__device__ __forceinline__ void ll128Issue(const Moves& m, int j, size_t g0, size_t nLines, size_t bytes, int sub,
+                                           int pos, uint64_t (&x)[U][2]) {
+  if (m.srcFlag[j] != 0) {
+    __syncwarp();
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const size_t line = (g0 + u) * 4 + sub;
+      loadLine16If(line < nLines, m.src[j] + line * kLl128LineBytes + pos * 16, &x[u][0], &x[u][1]);
+    }
+    return;
+  }
+  const size_t nWords = (bytes + 7) / 8;
+  auto valid = [&](size_t w) { return static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8); };
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const size_t line = (g0 + u) * 4 + sub;
+    const size_t w = line * kLl128DataWords + 2 * pos;
+    x[u][0] = line < nLines && w < nWords ? plainRead(m.src[j], w, valid(w)) : 0;
+    x[u][1] = line < nLines && pos < 7 && w + 1 < nWords ? plainRead(m.src[j], w + 1, valid(w + 1)) : 0;
+  }
+}
+
+// Waits until every line source j's loads in x came from carries the step's flag, reloading all the
+// groups still short of it together: one round trip after the last line lands, where waiting for
+// the groups one after the other cost a round trip per group. Plain sources return at once. False
+// on abort. All 32 threads of the warp call it.
+template <int U>
+__device__ __forceinline__ bool ll128Wait(const Moves& m, int j, size_t g0, size_t nLines, int sub, int pos,
+                                          const LaneCtx& lane, uint64_t (&x)[U][2]) {
+  if (m.srcFlag[j] == 0) return true;
+  const uint64_t flag = m.srcFlag[j];
+  auto missing = [&](int u) { return (g0 + u) * 4 + sub < nLines && pos == 7 && x[u][1] != flag; };
+  unsigned waiting = 0;  // the groups whose lines some thread of the warp still waits for (warp-uniform)
+#pragma unroll
+  for (int u = 0; u < U; ++u) waiting |= __any_sync(kFullWarp, missing(u)) ? 1u << u : 0u;
+  int spins = 0;
+  while (waiting != 0) {
+    // A line's flag vouches for the data the other 7 threads loaded only if they loaded it in the
+    // same instruction: every reload is issued by the converged warp, predicated, never branched.
+    __syncwarp();
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const size_t line = (g0 + u) * 4 + sub;
+      loadLine16If(((waiting >> u) & 1u) != 0 && line < nLines, m.src[j] + line * kLl128LineBytes + pos * 16, &x[u][0],
+                   &x[u][1]);
+    }
+    unsigned still = 0;
+#pragma unroll
+    for (int u = 0; u < U; ++u) still |= ((waiting >> u) & 1u) != 0 && __any_sync(kFullWarp, missing(u)) ? 1u << u : 0u;
+    waiting = still;
+    if (waiting != 0 && ++spins == 4096) {
+      spins = 0;
+      if (__any_sync(kFullWarp, *lane.abortFlag != 0)) return false;
+    }
+  }
+  return true;
+}
+
 template <class Combine>
 __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& lane, Combine combine) {
+  constexpr int U = kLl128Unroll;
   const size_t bytes = m.n * elemSizeOf(type);
   const size_t nWords = (bytes + 7) / 8;
   const size_t nLines = (nWords + kLl128DataWords - 1) / kLl128DataWords;
@@ -306,51 +369,26 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
   const int pos = lane.tid % 8;         // 16-byte position in the line; 7 holds the flag
   auto valid = [&](size_t w) { return static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8); };
   // The loop bounds are the same for the 32 threads of a warp (the flag votes need all of them).
-  for (size_t g0 = static_cast<size_t>(warp) * kLl128Unroll; g0 < nGroups;
-       g0 += static_cast<size_t>(nWarps) * kLl128Unroll) {
-    uint64_t acc[kLl128Unroll][2];
-    for (int j = 0; j < m.nSrc; ++j) {
-      uint64_t x[kLl128Unroll][2] = {};
-      if (m.srcFlag[j] != 0) {
-        // A line's flag vouches for the data the other 7 threads loaded only if they loaded it in
-        // the same instruction: every load and reload of a line is issued by a converged warp.
-        const uint64_t flag = m.srcFlag[j];
-        auto at = [&](int u) { return m.src[j] + ((g0 + u) * 4 + sub) * kLl128LineBytes + pos * 16; };
-        auto in = [&](int u) { return (g0 + u) * 4 + sub < nLines; };
-        __syncwarp();
+  for (size_t g0 = static_cast<size_t>(warp) * U; g0 < nGroups; g0 += static_cast<size_t>(nWarps) * U) {
+    // Sources two at a time (Prims lists the rank's own data first, then the receive slots): both
+    // sources' loads are in flight before the warp waits on either, and the reduction keeps the
+    // order ((s0 op s1) op s2).
+    uint64_t acc[U][2] = {}, x[U][2] = {};
+    ll128Issue(m, 0, g0, nLines, bytes, sub, pos, acc);
+    if (m.nSrc > 1) ll128Issue(m, 1, g0, nLines, bytes, sub, pos, x);
+    if (!ll128Wait(m, 0, g0, nLines, sub, pos, lane, acc)) return false;
+    for (int j = 1; j < m.nSrc; ++j) {
+      if (j > 1) ll128Issue(m, j, g0, nLines, bytes, sub, pos, x);
+      if (!ll128Wait(m, j, g0, nLines, sub, pos, lane, x)) return false;
 #pragma unroll
-        for (int u = 0; u < kLl128Unroll; ++u) loadLine16If(in(u), at(u), &x[u][0], &x[u][1]);
-#pragma unroll
-        for (int u = 0; u < kLl128Unroll; ++u) {
-          int spins = 0;
-          while (__any_sync(kFullWarp, in(u) && pos == 7 && x[u][1] != flag)) {
-            __syncwarp();
-            loadLine16If(in(u), at(u), &x[u][0], &x[u][1]);
-            if (++spins == 4096) {
-              spins = 0;
-              if (__any_sync(kFullWarp, *lane.abortFlag != 0)) return false;
-            }
-          }
-        }
-      } else {
-#pragma unroll
-        for (int u = 0; u < kLl128Unroll; ++u) {
-          const size_t line = (g0 + u) * 4 + sub;
-          const size_t w = line * kLl128DataWords + 2 * pos;
-          if (line >= nLines) continue;
-          if (w < nWords) x[u][0] = plainRead(m.src[j], w, valid(w));
-          if (pos < 7 && w + 1 < nWords) x[u][1] = plainRead(m.src[j], w + 1, valid(w + 1));
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kLl128Unroll; ++u) {
-        acc[u][0] = j == 0 ? x[u][0] : combine(acc[u][0], x[u][0]);
-        acc[u][1] = j == 0 ? x[u][1] : combine(acc[u][1], x[u][1]);
+      for (int u = 0; u < U; ++u) {
+        acc[u][0] = combine(acc[u][0], x[u][0]);
+        acc[u][1] = combine(acc[u][1], x[u][1]);
       }
     }
     if (m.postDivisor) {
 #pragma unroll
-      for (int u = 0; u < kLl128Unroll; ++u) {
+      for (int u = 0; u < U; ++u) {
         acc[u][0] = divideWord(acc[u][0], type, m.postDivisor);
         acc[u][1] = divideWord(acc[u][1], type, m.postDivisor);
       }
@@ -361,7 +399,7 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
         // byte-wise copies of unaligned words and the flag thread's shorter path diverge it before.
         __syncwarp();
 #pragma unroll
-        for (int u = 0; u < kLl128Unroll; ++u) {
+        for (int u = 0; u < U; ++u) {
           const size_t line = (g0 + u) * 4 + sub;
           storeLine16If(line < nLines, m.dst[d] + line * kLl128LineBytes + pos * 16, acc[u][0],
                         pos == 7 ? m.dstFlag[d] : acc[u][1]);
@@ -369,7 +407,7 @@ __device__ __noinline__ bool ll128Body(const Moves& m, int type, const LaneCtx& 
         continue;
       }
 #pragma unroll
-      for (int u = 0; u < kLl128Unroll; ++u) {
+      for (int u = 0; u < U; ++u) {
         const size_t line = (g0 + u) * 4 + sub;
         const size_t w = line * kLl128DataWords + 2 * pos;
         if (line >= nLines) continue;

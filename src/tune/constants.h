@@ -54,7 +54,11 @@ constexpr Constant kOneShotBytesPerChannel = {
     8 * 1024.0,
     "measured: one-shot all-reduce in a graph, 1-64 CTAs: 64 KB fastest on 8, 256 KB on 16-32, 1 MB and more on 64 "
     "(bench/NOTES.md)"};
-constexpr Constant kLl128BytesPerChannel = {64 * 1024.0, "estimate"};
+constexpr Constant kLl128BytesPerChannel = {
+    16 * 1024.0,
+    "measured: ring all-reduce, 2 x H200, one channel: 16 KB 22.2 us, 64 KB 33.1 us; at 64 KB a channel from 64 KB to "
+    "1 MB stayed at 33-35 us, so a channel's time is its bytes' (a warp's step covers 16 lines; 2 ranks' 32 KB blocks "
+    "take two rounds of loads, 8 KB blocks one)"};
 constexpr Constant kSimpleBytesPerChannel = {256 * 1024.0, "estimate"};
 
 // Host-memory communicators (one protocol: FIFO slots, like Simple).
