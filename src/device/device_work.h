@@ -127,22 +127,17 @@ BRAID_HOST_DEVICE inline algo::WorkArgs workOf(const KernelArgs& a, const CallAr
   return w;
 }
 
-/// Most calls one collective kernel carries: a group's collectives of one kind and protocol on one
-/// stream run as one launch, each CTA taking the calls in order. They travel in the kernel's
-/// parameter, so a CUDA graph replays them without any host memory.
+/// Most calls one collective kernel carries: a group's collectives of one kernel and protocol on one
+/// stream run as one launch (CTAs of the FIFO algorithms take the calls in order; the one-shot
+/// stores every call's words before it waits for any). They travel in the kernel's parameter, so a
+/// CUDA graph replays them without any host memory.
 constexpr int kMaxBatchCalls = 16;
 
-/// The parameter of the ring, tree, double-tree and recursive-doubling kernels.
-struct CollKernelArgs {
+/// The parameter of every collective kernel.
+struct BatchKernelArgs {
   KernelArgs base;
   int nCalls = 0;
   CallArgs calls[kMaxBatchCalls];
-};
-
-/// The parameter of a one-shot kernel: one call.
-struct OneShotKernelArgs {
-  KernelArgs base;
-  CallArgs call;
 };
 
 /// Most sends (and most receives) one send/recv kernel carries: a group's messages travel in the
@@ -188,19 +183,22 @@ BRAID_HOST_DEVICE constexpr int maxBlockThreads(KernelKind kind) {
              : kMaxBlockThreads / 2;
 }
 
-/// Launches collective kernel `kind` (not a one-shot) with protocol `proto`: `channels` CTAs of
-/// nLanes x laneThreads threads on `stream` (a cudaStream_t). Returns the cudaError_t of the launch.
-int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKernelArgs& args, void* stream);
-/// The same for a one-shot kernel (kind >= kAllReduceOneShot; LL only).
-int launchOneShotKernel(KernelKind kind, int channels, const OneShotKernelArgs& args, void* stream);
+/// Launches collective kernel `kind` with protocol `proto` (the one-shot kernels: LL only):
+/// `channels` CTAs of nLanes x laneThreads threads on `stream` (a cudaStream_t). Returns the
+/// cudaError_t of the launch.
+int launchCollKernel(KernelKind kind, Proto proto, int channels, const BatchKernelArgs& args, void* stream);
 /// The same for the send/recv kernel (two lanes).
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream);
 
 /// Loads every kernel into the current device's context now. Under CUDA's lazy loading (the default)
 /// a kernel's first launch loads it, and loading may wait for the kernels already running: a kernel
 /// spinning on a peer whose own launch waits behind that load would never finish (ranks sharing a
-/// GPU, or one thread driving several). Returns the cudaError_t.
-int loadKernels();
+/// GPU, or one thread driving several). Then raises the device's per-thread stack limit to the most
+/// local memory any kernel uses: launching a kernel that needs more than the limit makes the driver
+/// grow the device's local memory, which waits until the device is idle, and a rank's kernel waiting
+/// for a peer whose launch this thread has not made yet never goes idle (a group test with one
+/// thread driving two ranks hung there). Returns the cudaError_t; `*localBytes` gets that most.
+int loadKernels(size_t* localBytes);
 
 /// The kernel's name as profilers show it: "braid_AllReduce_Ring_LL".
 const char* kernelName(KernelKind kind, Proto proto);

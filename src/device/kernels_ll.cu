@@ -8,7 +8,7 @@ BRAID_KERNEL_TABLE(LL)
 
 #define BRAID_ONESHOT_KERNEL(name, coll)                                            \
   __global__ void __launch_bounds__(maxBlockThreads(KernelKind::kAllReduceOneShot)) \
-      name(const __grid_constant__ OneShotKernelArgs a) {                           \
+      name(const __grid_constant__ BatchKernelArgs a) {                             \
     oneShot<coll>(a);                                                               \
   }
 BRAID_ONESHOT_KERNEL(braid_AllReduce_OneShot_LL, algo::Coll::kAllReduce)

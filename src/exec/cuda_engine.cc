@@ -234,7 +234,11 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   auto s = std::make_unique<State>();
   s->o = options;
   DeviceScope scope(options.device);
-  BRAID_RETURN_IF_ERROR(cudaCheck("loading braid's kernels", static_cast<cudaError_t>(device::loadKernels())));
+  size_t localBytes = 0;
+  BRAID_RETURN_IF_ERROR(
+      cudaCheck("loading braid's kernels", static_cast<cudaError_t>(device::loadKernels(&localBytes))));
+  BRAID_INFO(log::Subsys::kInit, "kernels loaded; the most local memory one uses: ", localBytes,
+             " bytes per thread (the device's stack limit is at least that)");
   const size_t llBytes = device::kSteps * options.llSlotBytes / device::kLlDataPerLine * device::kLlLineBytes;
   const size_t ll128Bytes =
       device::kSteps * options.ll128SlotBytes / device::kLl128DataPerLine * device::kLl128LineBytes;
@@ -535,38 +539,29 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
     const CudaCall& first = calls[i];
     algo::CallShape shape;
     BRAID_RETURN_IF_ERROR(boundedShape(first, &shape));
+    const bool oneShot = shape.algo == algo::Algo::kOneShot;
     const device::KernelKind kind = kernelKind(shape.coll, shape.algo);
-    const device::KernelArgs base = kernelArgs(&shape, first.proto, first.type);
-    char range[160];
-    if (shape.algo == algo::Algo::kOneShot) {
-      device::OneShotKernelArgs k;
-      k.base = base;
-      k.call = callArgs(shape, first.input, first.output, first.type, first.op);
-      std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
-                    shortType(first.type), shortOp(first.op), shape.count, shape.nChannels);
-      BRAID_RETURN_IF_ERROR(launch(
-          first.stream, range, [&] { return device::launchOneShotKernel(kind, shape.nChannels, k, first.stream); }));
-      ++i;
-      continue;
-    }
-    // The calls that follow with the same kernel, protocol and stream join this launch.
-    device::CollKernelArgs k;
-    k.base = base;
+    device::BatchKernelArgs k;
+    k.base = kernelArgs(&shape, first.proto, first.type);
+    // The calls that follow with the same kernel, protocol and stream join this launch; one-shot
+    // calls while their words fit in one block together.
     int channels = 0;
-    size_t total = 0;
+    size_t total = 0, oneShotWords = 0;
     for (; i < n && k.nCalls < device::kMaxBatchCalls; ++i) {
       const CudaCall& c = calls[i];
       algo::CallShape cs;
       BRAID_RETURN_IF_ERROR(boundedShape(c, &cs));
-      if (k.nCalls > 0 && (cs.algo == algo::Algo::kOneShot || kernelKind(cs.coll, cs.algo) != kind ||
-                           c.proto != first.proto || c.stream != first.stream)) {
-        break;
-      }
+      const size_t words = (cs.count * device::elemSizeOf(c.type) + 7) / 8;
+      const bool joins = kernelKind(cs.coll, cs.algo) == kind && c.proto == first.proto && c.stream == first.stream &&
+                         (!oneShot || (oneShotWords + words) * device::kLlDataPerLine <= s.o.oneShotBytes);
+      if (k.nCalls > 0 && !joins) break;
+      oneShotWords += words;
       cs.chunkElems = slotElems(s.o, c.proto, device::elemSizeOf(c.type));
       k.calls[k.nCalls++] = callArgs(cs, c.input, c.output, c.type, c.op);
       channels = std::max(channels, cs.nChannels);
       total += cs.count;
     }
+    char range[160];
     if (k.nCalls == 1) {
       std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
                     shortType(first.type), shortOp(first.op), shape.count, channels);

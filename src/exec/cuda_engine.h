@@ -87,8 +87,9 @@ class CudaEngine {
   /// Queues `call` on its stream; returns once launched.
   Status run(const CudaCall& call);
 
-  /// Queues `n` calls in order. Consecutive calls of one kernel (collective and algorithm, not the
-  /// one-shot), protocol and stream share a launch, up to device::kMaxBatchCalls of them.
+  /// Queues `n` calls in order. Consecutive calls of one kernel (collective and algorithm), protocol
+  /// and stream share a launch, up to device::kMaxBatchCalls of them (one-shot calls: while their
+  /// data fits in one one-shot block together).
   Status runBatch(const CudaCall* calls, size_t n);
 
   /// Queues a group's sends and receives as one kernel on `stream`: offsets and counts in bytes from

@@ -189,6 +189,40 @@ TEST(GpuGroup, CollectivesOfOneKernelShareOneLaunch) {
   }
 }
 
+// One-shot calls of a group are one launch (one epoch, their lines one after another in each block)
+// while they fit in a block together: 4 MiB for 2 ranks. Broadcasts from different roots in one
+// launch wait for the "started" word of every rank any of them sends to.
+TEST(GpuGroup, OneShotCallsShareALaunchWhileTheyFit) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  World w(oneShotWorld(2));
+  ASSERT_EQ(w.error, "");
+  {
+    SCOPED_TRACE("all-reduces of mixed types");
+    CallSet set(w, {{Coll::kAllReduce, 1, 0},
+                    {Coll::kAllReduce, 100003, 0},
+                    {Coll::kAllReduce, 4099, 0},
+                    {Coll::kAllReduce, 7, 0},
+                    {Coll::kAllReduce, 70001, 0}});
+    set.cases[1].type = braidFloat16;
+    set.cases[2].type = braidInt32;
+    set.cases[2].op = braidMax;
+    set.cases[3].type = braidBfloat16;
+    set.cases[4].op = braidAvg;
+    for (size_t k = 0; k < set.cases.size(); ++k) set.bufs[k] = std::make_unique<CaseBuffers>(set.cases[k], w);
+    expectGroupLaunches(w, set, 1);
+  }
+  {
+    SCOPED_TRACE("broadcasts from both roots");
+    CallSet set(w, {{Coll::kBroadcast, 4099, 0}, {Coll::kBroadcast, 65, 1}, {Coll::kBroadcast, 1000, 0}});
+    expectGroupLaunches(w, set, 1);
+  }
+  {
+    SCOPED_TRACE("2.4 MB each: one per launch");
+    CallSet set(w, {{Coll::kAllReduce, 600000, 0}, {Coll::kAllReduce, 600000, 0}, {Coll::kAllReduce, 400000, 0}});
+    expectGroupLaunches(w, set, 2);  // the third (1.6 MB) joins the second
+  }
+}
+
 // Calls of different kernels keep their order: each run of one kernel is a launch.
 TEST(GpuGroup, MixedCollectivesLaunchEachRunOfOneKernel) {
   if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
