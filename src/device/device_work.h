@@ -199,8 +199,12 @@ int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* 
 /// Loads every kernel into the current device's context now. Under CUDA's lazy loading (the default)
 /// a kernel's first launch loads it, and loading may wait for the kernels already running: a kernel
 /// spinning on a peer whose own launch waits behind that load would never finish (ranks sharing a
-/// GPU, or one thread driving several). Returns the cudaError_t.
-int loadKernels();
+/// GPU, or one thread driving several). Then raises the device's per-thread stack limit to the most
+/// local memory any kernel uses: launching a kernel that needs more than the limit makes the driver
+/// grow the device's local memory, which waits until the device is idle, and a rank's kernel waiting
+/// for a peer whose launch this thread has not made yet never goes idle (a group test with one
+/// thread driving two ranks hung there). Returns the cudaError_t; `*localBytes` gets that most.
+int loadKernels(size_t* localBytes);
 
 /// The kernel's name as profilers show it: "braid_AllReduce_Ring_LL".
 const char* kernelName(KernelKind kind, Proto proto);

@@ -40,7 +40,8 @@ int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* 
 
 const char* kernelName(KernelKind kind, Proto proto) { return kernelFor(kind, proto).name; }
 
-int loadKernels() {
+int loadKernels(size_t* localBytes) {
+  *localBytes = 0;
   for (int p = 0; p < static_cast<int>(Proto::kNumProtos); ++p) {
     for (int k = 0; k < static_cast<int>(KernelKind::kNumKinds); ++k) {
       // The one-shot kernels have one protocol: load them once.
@@ -48,9 +49,13 @@ int loadKernels() {
       cudaFuncAttributes attr;
       cudaError_t err = cudaFuncGetAttributes(&attr, kernelFor(static_cast<KernelKind>(k), static_cast<Proto>(p)).fn);
       if (err != cudaSuccess) return static_cast<int>(err);
+      if (attr.localSizeBytes > *localBytes) *localBytes = attr.localSizeBytes;
     }
   }
-  return 0;
+  size_t limit = 0;
+  cudaError_t err = cudaDeviceGetLimit(&limit, cudaLimitStackSize);
+  if (err == cudaSuccess && limit < *localBytes) err = cudaDeviceSetLimit(cudaLimitStackSize, *localBytes);
+  return static_cast<int>(err);
 }
 
 }  // namespace braid::device

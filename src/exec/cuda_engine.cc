@@ -234,7 +234,11 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   auto s = std::make_unique<State>();
   s->o = options;
   DeviceScope scope(options.device);
-  BRAID_RETURN_IF_ERROR(cudaCheck("loading braid's kernels", static_cast<cudaError_t>(device::loadKernels())));
+  size_t localBytes = 0;
+  BRAID_RETURN_IF_ERROR(
+      cudaCheck("loading braid's kernels", static_cast<cudaError_t>(device::loadKernels(&localBytes))));
+  BRAID_INFO(log::Subsys::kInit, "kernels loaded; the most local memory one uses: ", localBytes,
+             " bytes per thread (the device's stack limit is at least that)");
   const size_t llBytes = device::kSteps * options.llSlotBytes / device::kLlDataPerLine * device::kLlLineBytes;
   const size_t ll128Bytes =
       device::kSteps * options.ll128SlotBytes / device::kLl128DataPerLine * device::kLl128LineBytes;

@@ -15,7 +15,10 @@ struct Constant {
 constexpr Constant kGpuLaunchUs = {4.5, "measured: an empty kernel per launch back to back, H200 (PERFORMANCE.md)"};
 constexpr Constant kLlHopFactor = {1.0, "LL: one store carries data and flag; a hop costs the link's one-way latency"};
 constexpr Constant kLl128HopFactor = {
-    2.0, "measured: ring all-reduce of 64 KB on 2 x H200 took 33.7 us with LL128 and 16.2 us with LL (bench/NOTES.md)"};
+    11.5,
+    "measured (2 x H200, ring all-reduce forced to each protocol, after the LL128 loop rewrite): LL128 took 19.5 us "
+    "at 4 KB where Simple took 17.8 and LL 13.5, so an LL128 hop costs at least a Simple one (0.69 x 11.5 = 7.9 us "
+    "against 0.69 x 2 + 6.3 = 7.7); between 64 KB and 1 MB LL128 beat Simple but LL beat it (bench/NOTES.md)"};
 constexpr Constant kSimpleHopFactor = {2.0,
                                        "measured: the head/tail handshake is a flag round trip, 1.38 us over NVLink "
                                        "= 2 x the 0.69 us one-way flag (PERFORMANCE.md)"};
@@ -34,9 +37,9 @@ constexpr Constant kOneShotEfficiency = {
     "measured: one-shot all-reduce on 64 CTAs in a CUDA graph on 2 x H200, 2 MB 18.7 us and 4 MB 33.1 us: "
     "~150 GB/s of data, 0.15-0.18 of 64 x 16 GB/s; half of every 16-byte line is flags (bench/NOTES.md)"};
 constexpr Constant kLl128Efficiency = {
-    0.4,
-    "measured: braid's first LL128 ring all-reduce moved 124 GB/s at 1 GB on 2 x H200 where Simple moved 310 "
-    "(branch ll128, bench/NOTES.md); 120 of 128 bytes are data, so the loop, not the format, limits it"};
+    0.92,
+    "measured: LL128 ring all-reduce 317 GB/s at 1 GB on 2 x H200 where Simple moved 344 (after the LL128 loop "
+    "rewrite, bench/NOTES.md)"};
 constexpr Constant kSimpleEfficiency = {1.0, "Simple: whole slots of data"};
 constexpr Constant kGpuReduceGBs = {2800.0,
                                     "measured: a local HBM copy moves 4,240 GB/s read + write (PERFORMANCE.md); a "
