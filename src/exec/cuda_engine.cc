@@ -19,6 +19,7 @@
 #include "algo/doubling.h"
 #include "algo/p2p.h"
 #include "core/log.h"
+#include "exec/launch_plan.h"
 #include "exec/p2p_self.h"
 
 namespace braid::exec {
@@ -535,46 +536,43 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
-  for (size_t i = 0; i < n;) {
-    const CudaCall& first = calls[i];
-    algo::CallShape shape;
-    BRAID_RETURN_IF_ERROR(boundedShape(first, &shape));
-    const device::KernelKind kind = kernelKind(shape.coll, shape.algo);
+  std::vector<algo::CallShape> shapes(n);
+  std::vector<LaunchKey> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    BRAID_RETURN_IF_ERROR(boundedShape(calls[i], &shapes[i]));
+    keys[i].kernel = static_cast<int>(kernelKind(shapes[i].coll, shapes[i].algo));
+    keys[i].proto = static_cast<int>(calls[i].proto);
+    keys[i].stream = calls[i].stream;
+    keys[i].oneShot = shapes[i].algo == algo::Algo::kOneShot;
+  }
+  for (const LaunchRange& r : planLaunches(keys, device::kMaxBatchCalls)) {
+    const CudaCall& first = calls[r.begin];
+    const auto kind = static_cast<device::KernelKind>(keys[r.begin].kernel);
+    algo::CallShape shape = shapes[r.begin];
     const device::KernelArgs base = kernelArgs(&shape, first.proto, first.type);
     char range[160];
-    if (shape.algo == algo::Algo::kOneShot) {
+    std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
+                  shortType(first.type), shortOp(first.op), shape.count, shape.nChannels);
+    if (keys[r.begin].oneShot) {
       device::OneShotKernelArgs k;
       k.base = base;
       k.call = callArgs(shape, first.input, first.output, first.type, first.op);
-      std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
-                    shortType(first.type), shortOp(first.op), shape.count, shape.nChannels);
       BRAID_RETURN_IF_ERROR(launch(
           first.stream, range, [&] { return device::launchOneShotKernel(kind, shape.nChannels, k, first.stream); }));
-      ++i;
       continue;
     }
-    // The calls that follow with the same kernel, protocol and stream join this launch.
     device::CollKernelArgs k;
     k.base = base;
     int channels = 0;
     size_t total = 0;
-    for (; i < n && k.nCalls < device::kMaxBatchCalls; ++i) {
-      const CudaCall& c = calls[i];
-      algo::CallShape cs;
-      BRAID_RETURN_IF_ERROR(boundedShape(c, &cs));
-      if (k.nCalls > 0 && (cs.algo == algo::Algo::kOneShot || kernelKind(cs.coll, cs.algo) != kind ||
-                           c.proto != first.proto || c.stream != first.stream)) {
-        break;
-      }
-      cs.chunkElems = slotElems(s.o, c.proto, device::elemSizeOf(c.type));
-      k.calls[k.nCalls++] = callArgs(cs, c.input, c.output, c.type, c.op);
+    for (size_t i = r.begin; i < r.end; ++i) {
+      algo::CallShape cs = shapes[i];
+      cs.chunkElems = slotElems(s.o, calls[i].proto, device::elemSizeOf(calls[i].type));
+      k.calls[k.nCalls++] = callArgs(cs, calls[i].input, calls[i].output, calls[i].type, calls[i].op);
       channels = std::max(channels, cs.nChannels);
       total += cs.count;
     }
-    if (k.nCalls == 1) {
-      std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
-                    shortType(first.type), shortOp(first.op), shape.count, channels);
-    } else {
+    if (k.nCalls > 1) {
       std::snprintf(range, sizeof(range), "%s %d calls count %zu ch %d", device::kernelName(kind, first.proto),
                     k.nCalls, total, channels);
     }
