@@ -19,6 +19,7 @@
 #include "algo/doubling.h"
 #include "algo/p2p.h"
 #include "core/log.h"
+#include "exec/launch_plan.h"
 #include "exec/p2p_self.h"
 
 namespace braid::exec {
@@ -535,29 +536,28 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
-  for (size_t i = 0; i < n;) {
-    const CudaCall& first = calls[i];
-    algo::CallShape shape;
-    BRAID_RETURN_IF_ERROR(boundedShape(first, &shape));
-    const bool oneShot = shape.algo == algo::Algo::kOneShot;
-    const device::KernelKind kind = kernelKind(shape.coll, shape.algo);
+  std::vector<algo::CallShape> shapes(n);
+  std::vector<LaunchKey> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    BRAID_RETURN_IF_ERROR(boundedShape(calls[i], &shapes[i]));
+    keys[i].kernel = static_cast<int>(kernelKind(shapes[i].coll, shapes[i].algo));
+    keys[i].proto = static_cast<int>(calls[i].proto);
+    keys[i].stream = calls[i].stream;
+    keys[i].oneShot = shapes[i].algo == algo::Algo::kOneShot;
+    keys[i].oneShotWords = (shapes[i].count * device::elemSizeOf(calls[i].type) + 7) / 8;
+  }
+  for (const LaunchRange& r : planLaunches(keys, device::kMaxBatchCalls, s.o.oneShotBytes / device::kLlDataPerLine)) {
+    const CudaCall& first = calls[r.begin];
+    const auto kind = static_cast<device::KernelKind>(keys[r.begin].kernel);
+    algo::CallShape shape = shapes[r.begin];
     device::BatchKernelArgs k;
     k.base = kernelArgs(&shape, first.proto, first.type);
-    // The calls that follow with the same kernel, protocol and stream join this launch; one-shot
-    // calls while their words fit in one block together.
     int channels = 0;
-    size_t total = 0, oneShotWords = 0;
-    for (; i < n && k.nCalls < device::kMaxBatchCalls; ++i) {
-      const CudaCall& c = calls[i];
-      algo::CallShape cs;
-      BRAID_RETURN_IF_ERROR(boundedShape(c, &cs));
-      const size_t words = (cs.count * device::elemSizeOf(c.type) + 7) / 8;
-      const bool joins = kernelKind(cs.coll, cs.algo) == kind && c.proto == first.proto && c.stream == first.stream &&
-                         (!oneShot || (oneShotWords + words) * device::kLlDataPerLine <= s.o.oneShotBytes);
-      if (k.nCalls > 0 && !joins) break;
-      oneShotWords += words;
-      cs.chunkElems = slotElems(s.o, c.proto, device::elemSizeOf(c.type));
-      k.calls[k.nCalls++] = callArgs(cs, c.input, c.output, c.type, c.op);
+    size_t total = 0;
+    for (size_t i = r.begin; i < r.end; ++i) {
+      algo::CallShape cs = shapes[i];
+      cs.chunkElems = slotElems(s.o, calls[i].proto, device::elemSizeOf(calls[i].type));
+      k.calls[k.nCalls++] = callArgs(cs, calls[i].input, calls[i].output, calls[i].type, calls[i].op);
       channels = std::max(channels, cs.nChannels);
       total += cs.count;
     }
@@ -572,7 +572,13 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
     BRAID_RETURN_IF_ERROR(launch(
         first.stream, range, [&] { return device::launchCollKernel(kind, first.proto, channels, k, first.stream); }));
   }
-  return Status::ok();
+  std::snprintf(range, sizeof(range), "%s %d calls count %zu ch %d", device::kernelName(kind, first.proto), k.nCalls,
+                total, channels);
+}
+BRAID_RETURN_IF_ERROR(launch(first.stream, range,
+                             [&] { return device::launchCollKernel(kind, first.proto, channels, k, first.stream); }));
+}
+return Status::ok();
 }
 
 Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase,
