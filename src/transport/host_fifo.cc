@@ -95,7 +95,11 @@ bool HostFifo::wait(Ready ready, const StopFlags& stop) {
     for (int us = 1; !done(); us = us < 200 ? us * 2 : 200) {
       if (stop.raised()) return false;
       if (std::chrono::steady_clock::now() > nextCheck) {
+        // A peer that published what this side waits for and then exited (its call done) is not a
+        // failure: look once more after seeing it gone. (Between this loop's last look and the
+        // check, the peer may have done both; nccl_host_processes failed so once under load.)
         if (processGone(peerPid_)) {
+          if (ready()) return true;
           peerDied_.store(true, std::memory_order_release);
           return false;
         }
