@@ -1,0 +1,82 @@
+// The CUDA engine's state, shared by its two halves: set-up (cuda_engine.cc: the arena, the peers'
+// mappings, the connection table) and launch (cuda_launch.cc: kernel arguments, batches, send/recv).
+// Internal to src/exec.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "exec/cuda_engine.h"
+
+namespace braid::exec {
+
+inline Status cudaCheck(const char* what, cudaError_t err) {
+  if (err == cudaSuccess) return Status::ok();
+  (void)cudaGetLastError();
+  return Status(Code::kCudaError, std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+// Makes `device` current for the scope and restores the caller's device after.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+// Where each (channel, connId, peer) block of one rank's arena starts, and its one-shot region.
+struct ArenaLayout {
+  std::map<std::tuple<int, int, int>, size_t> blocks;
+  size_t oneShot = 0;
+  size_t bytes = 0;
+};
+
+// Channels that carry send/recv: a message of a few MB fills them, and each holds a FIFO to every rank.
+constexpr int kMaxP2pChannels = 16;
+
+struct CudaEngine::State {
+  CudaEngineOptions o;
+  size_t blockBytes = 0;
+  size_t llOff = 0;
+  size_t ll128Off = 0;
+  std::vector<ArenaLayout> layouts;                // per rank
+  char* arena = nullptr;                           // device address (of host memory, with hostMemory)
+  std::string shmName;                             // hostMemory: this rank's segment, until connected() unlinks it
+  std::vector<std::pair<void*, size_t>> hostMaps;  // hostMemory: every mapping (own and peers'), registered
+  std::vector<char*> peerBases;                    // per rank: its arena mapped here (null if not a neighbour)
+  std::vector<bool> ipcOpened;
+  device::PeerConn* table = nullptr;  // device
+  int* ringOrder = nullptr;           // device
+  device::OneShotArgs oneShot;
+  int* abortHost = nullptr;  // mapped host memory
+  int* abortDevice = nullptr;
+  cudaEvent_t lastDone = nullptr;  // the previous call's kernel, for ordering calls on other streams
+  void* lastStream = nullptr;
+  std::mutex mu;  // one launch at a time
+
+  int p2pChannels() const { return std::min(o.channels, kMaxP2pChannels); }
+  // The connection ids channel c holds.
+  std::vector<int> connIdsOf(int c) const;
+  // Where each block of `rank`'s arena lies (the same computation on every rank).
+  ArenaLayout layoutOf(int rank) const;
+  // Block (channel c, connection id k, peer) of `owner`'s arena, as mapped here.
+  char* block(int owner, int c, int k, int peer) const;
+};
+
+}  // namespace braid::exec

@@ -1,0 +1,247 @@
+// The CUDA engine's launch half: a call's kernel arguments, the launches of a group's calls (one per
+// run of calls of one kernel, exec/launch_plan.h), and a group's sends and receives. The set-up half
+// is cuda_engine.cc.
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "algo/p2p.h"
+#include "core/log.h"
+#include "exec/cuda_engine.h"
+#include "exec/cuda_engine_state.h"
+#include "exec/launch_plan.h"
+#include "exec/p2p_self.h"
+
+namespace braid::exec {
+namespace {
+
+// Send/recv messages up to this many bytes run LL on one channel; larger ones Simple on all.
+constexpr size_t kP2pLlBytes = 64 * 1024;
+
+device::KernelKind kernelKind(algo::Coll coll, algo::Algo a) {
+  using device::KernelKind;
+  if (a == algo::Algo::kOneShot) {
+    switch (coll) {
+      case algo::Coll::kAllGather: return KernelKind::kAllGatherOneShot;
+      case algo::Coll::kReduceScatter: return KernelKind::kReduceScatterOneShot;
+      case algo::Coll::kBroadcast: return KernelKind::kBroadcastOneShot;
+      case algo::Coll::kReduce: return KernelKind::kReduceOneShot;
+      default: return KernelKind::kAllReduceOneShot;
+    }
+  }
+  switch (coll) {
+    case algo::Coll::kAllReduce:
+      return a == algo::Algo::kTree         ? KernelKind::kAllReduceTree
+             : a == algo::Algo::kDoubleTree ? KernelKind::kAllReduceDoubleTree
+             : a == algo::Algo::kDoubling   ? KernelKind::kAllReduceDoubling
+                                            : KernelKind::kAllReduceRing;
+    case algo::Coll::kBroadcast: return KernelKind::kBroadcastRing;
+    case algo::Coll::kReduce: return KernelKind::kReduceRing;
+    case algo::Coll::kAllGather: return KernelKind::kAllGatherRing;
+    default: return KernelKind::kReduceScatterRing;
+  }
+}
+
+const char* shortType(braidDataType_t t) {
+  static const char* names[] = {"i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16", "e4m3", "e5m2"};
+  return t >= 0 && t < braidNumTypes ? names[t] : "?";
+}
+
+const char* shortOp(braidRedOp_t op) {
+  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
+  return op >= 0 && op < braidNumOps ? names[op] : "?";
+}
+
+}  // namespace
+
+// Fills what every kernel of this rank needs; `shape` gets its channel count bounded and its chunk set
+// to the protocol's slot.
+device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type) const {
+  const State& s = *s_;
+  shape->chunkElems = slotElems(s.o, proto, device::elemSizeOf(type));
+  device::KernelArgs a;
+  a.work = algo::workFor(s.o.geometry, s.o.rank, 0, *shape);
+  a.work.ring.order = s.ringOrder;
+  a.conns = s.table;
+  a.simpleSlotBytes = s.o.simpleSlotBytes;
+  a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);
+  a.ll128SlotLines = static_cast<int>(s.o.ll128SlotBytes / device::kLl128DataPerLine);
+  a.abortFlag = s.abortDevice;
+  a.oneShot = s.oneShot;
+  // LL runs half the threads: its steps synchronise more often than they move data (measured,
+  // bench/NOTES.md). The one-shot has no steps: every thread streams its own lines.
+  const bool halve = proto == device::Proto::kLL && shape->algo != algo::Algo::kOneShot;
+  const int threads = halve ? std::max(64, s.o.threads / 2) : s.o.threads;
+  const device::KernelKind kind =
+      shape->coll == algo::Coll::kNumColls ? device::KernelKind::kSendRecv : kernelKind(shape->coll, shape->algo);
+  a.nLanes = shape->coll == algo::Coll::kNumColls ? 2 : algo::numLanes(shape->algo);
+  a.laneThreads = std::min(threads, device::maxBlockThreads(kind) / a.nLanes) / 32 * 32;
+  return a;
+}
+
+// Launches on `stream` after the previous call of this communicator (another stream waits for it
+// through an event, except while capturing), inside an NVTX range named `range`.
+Status CudaEngine::launch(void* stream, const char* range, const std::function<int()>& launchFn) {
+  State& s = *s_;
+  auto cs = static_cast<cudaStream_t>(stream);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamIsCapturing", cudaStreamIsCapturing(cs, &capture)));
+  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  // Calls of one communicator run in call order even on different streams: their FIFO steps must.
+  if (!capturing && s.lastStream != nullptr && s.lastStream != stream) {
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent", cudaStreamWaitEvent(cs, s.lastDone, 0)));
+  }
+  nvtxRangePushA(range);
+  int err = launchFn();
+  nvtxRangePop();
+  BRAID_RETURN_IF_ERROR(cudaCheck(range, static_cast<cudaError_t>(err)));
+  if (!capturing) {
+    BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventRecord", cudaEventRecord(s.lastDone, cs)));
+    s.lastStream = stream == nullptr ? reinterpret_cast<void*>(1) : stream;
+  }
+  BRAID_TRACE(log::Subsys::kColl, range);
+  return Status::ok();
+}
+
+namespace {
+
+device::CallArgs callArgs(const algo::CallShape& shape, const void* input, void* output, braidDataType_t type,
+                          braidRedOp_t op) {
+  device::CallArgs c;
+  c.input = input;
+  c.output = output;
+  c.count = shape.count;
+  c.chunkElems = shape.chunkElems;
+  c.root = shape.root;
+  c.nChannels = shape.nChannels;
+  c.type = type;
+  c.op = op;
+  c.postOp = shape.postOp;
+  return c;
+}
+
+}  // namespace
+
+// The call's shape with its channel count bounded by what the engine has for its algorithm.
+Status CudaEngine::boundedShape(const CudaCall& call, algo::CallShape* shape) const {
+  const State& s = *s_;
+  *shape = call.shape;
+  const bool oneShot = shape->algo == algo::Algo::kOneShot;
+  const int most = oneShot ? s.o.oneShotChannels : shape->algo == algo::Algo::kRing ? s.o.channels : s.o.fullChannels;
+  shape->nChannels = std::clamp(shape->nChannels, 1, most);
+  if (oneShot && shape->count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
+    return internalError("one-shot " + std::string(algo::collName(shape->coll)) + " of " +
+                         std::to_string(shape->count) + " elements per block exceeds its " +
+                         std::to_string(s.o.oneShotBytes) + "-byte buffers");
+  }
+  return Status::ok();
+}
+
+Status CudaEngine::run(const CudaCall& call) { return runBatch(&call, 1); }
+
+Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
+  State& s = *s_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  DeviceScope scope(s.o.device);
+  std::vector<algo::CallShape> shapes(n);
+  std::vector<LaunchKey> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    BRAID_RETURN_IF_ERROR(boundedShape(calls[i], &shapes[i]));
+    keys[i].kernel = static_cast<int>(kernelKind(shapes[i].coll, shapes[i].algo));
+    keys[i].proto = static_cast<int>(calls[i].proto);
+    keys[i].stream = calls[i].stream;
+    keys[i].oneShot = shapes[i].algo == algo::Algo::kOneShot;
+    keys[i].oneShotWords = (shapes[i].count * device::elemSizeOf(calls[i].type) + 7) / 8;
+  }
+  for (const LaunchRange& r : planLaunches(keys, device::kMaxBatchCalls, s.o.oneShotBytes / device::kLlDataPerLine)) {
+    const CudaCall& first = calls[r.begin];
+    const auto kind = static_cast<device::KernelKind>(keys[r.begin].kernel);
+    algo::CallShape shape = shapes[r.begin];
+    device::BatchKernelArgs k;
+    k.base = kernelArgs(&shape, first.proto, first.type);
+    int channels = 0;
+    size_t total = 0;
+    for (size_t i = r.begin; i < r.end; ++i) {
+      algo::CallShape cs = shapes[i];
+      cs.chunkElems = slotElems(s.o, calls[i].proto, device::elemSizeOf(calls[i].type));
+      k.calls[k.nCalls++] = callArgs(cs, calls[i].input, calls[i].output, calls[i].type, calls[i].op);
+      channels = std::max(channels, cs.nChannels);
+      total += cs.count;
+    }
+    char range[160];
+    if (k.nCalls == 1) {
+      std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
+                    shortType(first.type), shortOp(first.op), shape.count, channels);
+    } else {
+      std::snprintf(range, sizeof(range), "%s %d calls count %zu ch %d", device::kernelName(kind, first.proto),
+                    k.nCalls, total, channels);
+    }
+    BRAID_RETURN_IF_ERROR(launch(
+        first.stream, range, [&] { return device::launchCollKernel(kind, first.proto, channels, k, first.stream); }));
+  }
+  return Status::ok();
+}
+
+Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase,
+                          void* recvBase, void* stream) {
+  State& s = *s_;
+  if (sends.size() > device::kMaxP2pOps || recvs.size() > device::kMaxP2pOps) {
+    return invalidUsage("a group on a GPU communicator may hold at most " + std::to_string(device::kMaxP2pOps) +
+                        " sends and " + std::to_string(device::kMaxP2pOps) + " receives (this one: " +
+                        std::to_string(sends.size()) + " and " + std::to_string(recvs.size()) + ")");
+  }
+  std::vector<SelfCopy> copies;
+  BRAID_RETURN_IF_ERROR(takeSelfCopies(s.o.rank, &sends, &recvs, &copies));
+  std::lock_guard<std::mutex> lock(s.mu);
+  DeviceScope scope(s.o.device);
+  // Messages to itself: device-to-device copies on the stream, ahead of the kernel (they touch no
+  // FIFO, so they need no ordering against the communicator's other streams).
+  for (const SelfCopy& c : copies) {
+    BRAID_RETURN_IF_ERROR(
+        cudaCheck("cudaMemcpyAsync (a message to itself)",
+                  cudaMemcpyAsync(static_cast<char*>(recvBase) + c.to, static_cast<const char*>(sendBase) + c.from,
+                                  c.bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream))));
+  }
+  algo::orderP2p(s.o.rank, s.o.nranks, &sends, &recvs);
+  // Both ends of a message must cut it into the same channels and steps, and a rank knows only its
+  // own messages: the protocol and channels follow from each message's own size. Messages up to
+  // kP2pLlBytes go in an LL kernel on one channel, the others after it in a Simple kernel on every
+  // send/recv channel. Both ends put a message in the same kernel, and every rank launches its LL
+  // kernel first, so neither kernel waits on the other. (Choosing by the rank's largest message let
+  // the two ends of one message disagree: a hang.)
+  const auto small = [](const algo::P2pOp& op) { return op.count <= kP2pLlBytes; };
+  for (bool ll : {true, false}) {
+    std::vector<algo::P2pOp> classSends, classRecvs;
+    for (const algo::P2pOp& op : sends) {
+      if (small(op) == ll) classSends.push_back(op);
+    }
+    for (const algo::P2pOp& op : recvs) {
+      if (small(op) == ll) classRecvs.push_back(op);
+    }
+    if (classSends.empty() && classRecvs.empty()) continue;
+    const device::Proto proto = ll ? device::Proto::kLL : device::Proto::kSimple;
+    algo::CallShape shape;
+    shape.coll = algo::Coll::kNumColls;  // marks send/recv: two lanes
+    shape.nChannels = ll ? 1 : s.p2pChannels();
+    device::P2pKernelArgs p;
+    p.base = kernelArgs(&shape, proto, braidUint8);
+    p.call = callArgs(shape, sendBase, recvBase, braidUint8, braidSum);
+    p.nSends = static_cast<int>(classSends.size());
+    p.nRecvs = static_cast<int>(classRecvs.size());
+    std::copy(classSends.begin(), classSends.end(), p.sends);
+    std::copy(classRecvs.begin(), classRecvs.end(), p.recvs);
+    char range[160];
+    std::snprintf(range, sizeof(range), "%s %d send(s) %d recv(s) ch %d",
+                  device::kernelName(device::KernelKind::kSendRecv, proto), p.nSends, p.nRecvs, shape.nChannels);
+    BRAID_RETURN_IF_ERROR(
+        launch(stream, range, [&] { return device::launchP2pKernel(proto, shape.nChannels, p, stream); }));
+  }
+  return Status::ok();
+}
+
+}  // namespace braid::exec
