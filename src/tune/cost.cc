@@ -139,19 +139,39 @@ bool protocolApplies(const Machine& m, Proto proto) {
   return proto != Proto::kLL128 || m.ll128Capable;
 }
 
+ProtoModel defaultProtoModel(Proto proto) {
+  ProtoModel p;
+  switch (proto) {
+    case Proto::kLL:
+      p.hopFactor = kLlHopFactor.value, p.efficiency = kLlEfficiency.value;
+      p.bytesPerChannel = kLlBytesPerChannel.value;
+      break;
+    case Proto::kLL128:
+      p.hopFactor = kLl128HopFactor.value, p.efficiency = kLl128Efficiency.value;
+      p.bytesPerChannel = kLl128BytesPerChannel.value;
+      break;
+    default:
+      p.hopFactor = kSimpleHopFactor.value, p.hopExtraUs = kSimpleHopExtraUs.value;
+      p.efficiency = kSimpleEfficiency.value, p.bytesPerChannel = kSimpleBytesPerChannel.value;
+  }
+  return p;
+}
+
+ProtoModel defaultOneShotModel() {
+  ProtoModel p = defaultProtoModel(Proto::kLL);
+  p.efficiency = kOneShotEfficiency.value;
+  p.bytesPerChannel = kOneShotBytesPerChannel.value;
+  return p;
+}
+
 Factors factorsFor(const Machine& m, algo::Algo a, Proto proto) {
   Factors f;
   if (m.gpu) {
-    switch (proto) {
-      case Proto::kLL: f.hopFactor = kLlHopFactor.value, f.efficiency = kLlEfficiency.value; break;
-      case Proto::kLL128: f.hopFactor = kLl128HopFactor.value, f.efficiency = kLl128Efficiency.value; break;
-      default:
-        f.hopFactor = kSimpleHopFactor.value, f.hopExtraUs = kSimpleHopExtraUs.value;
-        f.efficiency = kSimpleEfficiency.value;
-    }
+    const ProtoModel& p = m.protos[static_cast<int>(proto)];
+    f.hopFactor = p.hopFactor, f.hopExtraUs = p.hopExtraUs, f.efficiency = p.efficiency;
   }
   if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) f.efficiency *= kTreeBandwidthFactor.value;
-  if (a == algo::Algo::kOneShot) f.efficiency = kOneShotEfficiency.value;
+  if (a == algo::Algo::kOneShot) f.efficiency = m.oneShot.efficiency;
   return f;
 }
 

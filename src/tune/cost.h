@@ -23,6 +23,20 @@ namespace braid::tune {
 enum class Proto : int { kSimple = 0, kLL, kLL128, kNumProtos };
 const char* protoName(Proto proto);
 
+/// How a protocol scales a GPU machine's hop latency and bandwidth, and how many bytes a channel
+/// should carry before another one pays for itself. The defaults are constants.h's; a tune file
+/// (BRAID_TUNE_FILE, fit.h) may replace any of them.
+struct ProtoModel {
+  double hopFactor = 1;
+  double hopExtraUs = 0;
+  double efficiency = 1;
+  double bytesPerChannel = 256 * 1024;
+};
+/// constants.h's model of `proto` on GPUs.
+ProtoModel defaultProtoModel(Proto proto);
+/// constants.h's model of the one-shot algorithm (its efficiency and bytes per channel; LL).
+ProtoModel defaultOneShotModel();
+
 /// What the model needs of a communicator's machine.
 struct Machine {
   int nranks = 1;
@@ -39,6 +53,10 @@ struct Machine {
   bool doubling = false;      // recursive doubling available
   size_t oneShotBytes = 0;    // the largest block the one-shot moves per peer (0: not offered)
   int oneShotChannels = 0;    // the most CTAs it may use (it needs no FIFOs, so not `channels`)
+  ProtoModel protos[static_cast<int>(Proto::kNumProtos)] = {
+      defaultProtoModel(Proto::kSimple), defaultProtoModel(Proto::kLL),
+      defaultProtoModel(Proto::kLL128)};  // GPU communicators, by Proto
+  ProtoModel oneShot = defaultOneShotModel();
 };
 
 /// The GPU machine of a search result for `nranks` ranks.

@@ -81,6 +81,25 @@ TuneFile tuneFromFit(const Machine& m, algo::Coll coll, algo::Algo a, Proto prot
   return t;
 }
 
+namespace {
+
+// Where the protocol-model value `name` lives in `m`; null for a name that is none of them.
+double* modelValue(Machine& m, const std::string& name) {
+  static const char* const protos[] = {"simple", "ll", "ll128"};
+  for (int p = 0; p < static_cast<int>(Proto::kNumProtos); ++p) {
+    const std::string prefix = std::string(protos[p]) + "_";
+    if (name == prefix + "hop_factor") return &m.protos[p].hopFactor;
+    if (name == prefix + "hop_extra_us") return &m.protos[p].hopExtraUs;
+    if (name == prefix + "efficiency") return &m.protos[p].efficiency;
+    if (name == prefix + "bytes_per_channel") return &m.protos[p].bytesPerChannel;
+  }
+  if (name == "oneshot_efficiency") return &m.oneShot.efficiency;
+  if (name == "oneshot_bytes_per_channel") return &m.oneShot.bytesPerChannel;
+  return nullptr;
+}
+
+}  // namespace
+
 Status parseTuneFile(const std::string& text, const std::string& source, TuneFile* out) {
   TuneFile f;
   std::istringstream in(text);
@@ -104,13 +123,23 @@ Status parseTuneFile(const std::string& text, const std::string& source, TuneFil
                    : name == "channel_gbs"  ? &f.channelGBs
                    : name == "reduce_gbs"   ? &f.reduceGBs
                                             : nullptr;
-    if (slot == nullptr) {
+    Machine probe;
+    const bool model = slot == nullptr && modelValue(probe, name) != nullptr;
+    if (slot == nullptr && !model) {
       return invalidArgument(where + "unknown name '" + name +
-                             "' (base_us, hop_us, inter_hop_us, channel_gbs, reduce_gbs)");
+                             "' (base_us, hop_us, inter_hop_us, channel_gbs, reduce_gbs, or a protocol model's "
+                             "<simple|ll|ll128>_<hop_factor|hop_extra_us|efficiency|bytes_per_channel>, "
+                             "oneshot_<efficiency|bytes_per_channel>)");
     }
-    if ((name == "channel_gbs" || name == "reduce_gbs") && v == 0)
-      return invalidArgument(where + name + " must be > 0");
-    *slot = v;
+    const bool positive = name == "channel_gbs" || name == "reduce_gbs" ||
+                          name.find("efficiency") != std::string::npos ||
+                          name.find("bytes_per_channel") != std::string::npos;
+    if (positive && v == 0) return invalidArgument(where + name + " must be > 0");
+    if (model) {
+      f.model[name] = v;
+    } else {
+      *slot = v;
+    }
   }
   *out = f;
   return Status::ok();
@@ -130,6 +159,7 @@ std::string writeTuneFile(const TuneFile& f) {
   put("inter_hop_us", f.interHopUs);
   put("channel_gbs", f.channelGBs);
   put("reduce_gbs", f.reduceGBs);
+  for (const auto& [name, v] : f.model) put(name.c_str(), v);
   return out.str();
 }
 
@@ -139,6 +169,9 @@ void applyTuneFile(const TuneFile& f, Machine* m) {
   if (f.interHopUs >= 0) m->interHopUs = f.interHopUs;
   if (f.channelGBs > 0) m->channelGBs = f.channelGBs;
   if (f.reduceGBs > 0) m->reduceGBs = f.reduceGBs;
+  for (const auto& [name, v] : f.model) {
+    if (double* slot = modelValue(*m, name)) *slot = v;
+  }
 }
 
 }  // namespace braid::tune

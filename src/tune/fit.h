@@ -10,6 +10,7 @@
 // channel_gbs, reduce_gbs. Each value given replaces the machine's (host and GPU alike).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ LineFit fitLine(const std::vector<Point>& points);
 
 struct TuneFile {
   double baseUs = -1, hopUs = -1, interHopUs = -1, channelGBs = -1, reduceGBs = -1;  // -1: not given
+  // The protocol models' values given (Machine::protos, Machine::oneShot), by name:
+  // <simple|ll|ll128>_<hop_factor|hop_extra_us|efficiency|bytes_per_channel>,
+  // oneshot_<efficiency|bytes_per_channel>.
+  std::map<std::string, double> model;
 };
 
 /// The machine values a fit implies for `algo`/`proto` run on `channels` channels of `machine`.

@@ -164,10 +164,8 @@ Status Tuner::create(const Machine& machine, const TunerConfig& config, Tuner* o
 }
 
 int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
-  double perChannel = a == algo::Algo::kOneShot ? kOneShotBytesPerChannel.value
-                      : proto == Proto::kLL     ? kLlBytesPerChannel.value
-                      : proto == Proto::kLL128  ? kLl128BytesPerChannel.value
-                                                : kSimpleBytesPerChannel.value;
+  double perChannel = a == algo::Algo::kOneShot ? machine_.oneShot.bytesPerChannel
+                                                : machine_.protos[static_cast<int>(proto)].bytesPerChannel;
   int wanted = static_cast<int>(std::ceil(static_cast<double>(bytes) / perChannel));
   int found = std::max(1, a == algo::Algo::kOneShot ? machine_.oneShotChannels
                           : a == algo::Algo::kRing  ? std::max(machine_.ringChannels, machine_.channels)

@@ -347,5 +347,47 @@ TEST(TuneFit, TuneFilesRoundTripAndApply) {
   unsetenv("BRAID_TUNE_FILE");
 }
 
+// A tune file may replace the protocol models' constants, so that a GPU run can try other values
+// without a rebuild. On 2 x H200 the built-in LL128 hop factor (11.5) makes all-reduce 2 MB
+// doubling/LL128; the first fit (2.0) made it ring/LL128 on 64 channels (measured faster: 21.1 us
+// against 31.4). And fewer one-shot bytes per channel give an 8 KB call more CTAs.
+TEST(TuneFit, TuneFilesReplaceProtocolModels) {
+  TuneFile f;
+  f.model["ll128_hop_factor"] = 2.0;
+  f.model["ll128_efficiency"] = 0.4;
+  f.model["oneshot_bytes_per_channel"] = 2048;
+  TuneFile back;
+  ASSERT_TRUE(parseTuneFile(writeTuneFile(f), "written", &back).isOk());
+  EXPECT_EQ(back.model, f.model);
+  for (const char* bad :
+       {"ll128_hop = 2", "ll128_efficiency = 0", "oneshot_bytes_per_channel = 0", "ll64_efficiency = 1"}) {
+    TuneFile x;
+    EXPECT_FALSE(parseTuneFile(std::string(bad) + "\n", "t.txt", &x).isOk()) << bad;
+  }
+  const Machine m = machineOf(fixture("h200-2gpu.xml"));
+  auto decide = [&](const TuneFile* file, size_t bytes) {
+    std::string path = "/tmp/braid-tune-model-" + std::to_string(getpid()) + ".txt";
+    if (file != nullptr) {
+      std::ofstream out(path);
+      out << writeTuneFile(*file);
+      setenv("BRAID_TUNE_FILE", path.c_str(), 1);
+    }
+    Tuner t;
+    EXPECT_TRUE(Tuner::create(m, {}, &t).isOk());
+    unsetenv("BRAID_TUNE_FILE");
+    std::remove(path.c_str());
+    t.setOneShot(size_t(4) << 20, 64);
+    return t.decide(Coll::kAllReduce, bytes);
+  };
+  const Decision builtIn = decide(nullptr, 2 << 20), fitted = decide(&f, 2 << 20);
+  EXPECT_EQ(builtIn.algo, Algo::kDoubling) << describe(builtIn);
+  EXPECT_EQ(fitted.algo, Algo::kRing) << describe(fitted);
+  EXPECT_EQ(fitted.proto, Proto::kLL128) << describe(fitted);
+  EXPECT_EQ(decide(nullptr, 8192).channels, 1);
+  const Decision small = decide(&f, 8192);
+  EXPECT_EQ(small.algo, Algo::kOneShot) << describe(small);
+  EXPECT_EQ(small.channels, 4) << describe(small);
+}
+
 }  // namespace
 }  // namespace braid::tune
