@@ -310,32 +310,25 @@ Status Comm::exchangePeerInfo() {
   return host_->setPeers(std::move(info));
 }
 
-Status Comm::collective(const CollRequest& request) {
-  BRAID_RETURN_IF_ERROR(checkUsable());
-  std::unique_lock<std::mutex> checked(checkMu_, std::defer_lock);
-  if (checkCalls_) {
-    checked.lock();
-    BRAID_RETURN_IF_ERROR(checkCollective(*bootstrap_, request, ++callSeq_));
-  }
-  if (request.count == 0) return Status::ok();
-  if (gpu_ != nullptr) return gpu_->run(gpuCall(request));
-  return failOnRemoteError(host_->run(request));
-}
+Status Comm::collective(const CollRequest& request) { return collectives({request}); }
 
+// Checks every call (with BRAID_CHECK_CALLS) in order, then runs them: on host memory one after
+// another, on a GPU as CudaEngine::runBatch cuts them into launches.
 Status Comm::collectives(const std::vector<CollRequest>& requests) {
-  if (gpu_ == nullptr) {
-    for (const CollRequest& r : requests) BRAID_RETURN_IF_ERROR(collective(r));
-    return Status::ok();
-  }
   BRAID_RETURN_IF_ERROR(checkUsable());
   std::unique_lock<std::mutex> checked(checkMu_, std::defer_lock);
   if (checkCalls_) checked.lock();
   std::vector<exec::CudaCall> calls;
   for (const CollRequest& r : requests) {
     if (checkCalls_) BRAID_RETURN_IF_ERROR(checkCollective(*bootstrap_, r, ++callSeq_));
-    if (r.count > 0) calls.push_back(gpuCall(r));
+    if (r.count == 0) continue;
+    if (gpu_ != nullptr) {
+      calls.push_back(gpuCall(r));
+    } else {
+      BRAID_RETURN_IF_ERROR(failOnRemoteError(host_->run(r)));
+    }
   }
-  return gpu_->runBatch(calls.data(), calls.size());
+  return calls.empty() ? Status::ok() : gpu_->runBatch(calls.data(), calls.size());
 }
 
 // A call that failed midway leaves FIFOs out of step with the peers: the communicator is unusable

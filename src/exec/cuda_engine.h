@@ -84,12 +84,10 @@ class CudaEngine {
   /// Whether device `a` can reach device `b`'s memory directly (true for a == b).
   static bool peerAccess(int a, int b);
 
-  /// Queues `call` on its stream; returns once launched.
-  Status run(const CudaCall& call);
-
-  /// Queues `n` calls in order. Consecutive calls of one kernel (collective and algorithm), protocol
-  /// and stream share a launch, up to device::kMaxBatchCalls of them (one-shot calls: while their
-  /// data fits in one one-shot block together).
+  /// Queues `n` calls in order, each on its stream; returns once launched. Consecutive calls of one
+  /// kernel (collective and algorithm), protocol and stream share a launch, up to
+  /// device::kMaxBatchCalls of them; one-shot calls while their data fits in one one-shot block
+  /// together (exec/launch_plan.h).
   Status runBatch(const CudaCall* calls, size_t n);
 
   /// Queues a group's sends and receives as one kernel on `stream`: offsets and counts in bytes from

@@ -15,7 +15,6 @@ Status CudaEngine::create(const CudaEngineOptions&, std::unique_ptr<CudaEngine>*
 
 CudaExport CudaEngine::exported() const { return CudaExport{}; }
 Status CudaEngine::connect(const std::vector<CudaExport>&) { return invalidUsage("no CUDA support"); }
-Status CudaEngine::run(const CudaCall&) { return invalidUsage("no CUDA support"); }
 Status CudaEngine::runBatch(const CudaCall*, size_t) { return invalidUsage("no CUDA support"); }
 Status CudaEngine::runP2p(std::vector<algo::P2pOp>, std::vector<algo::P2pOp>, const void*, void*, void*) {
   return invalidUsage("no CUDA support");

@@ -142,8 +142,6 @@ Status CudaEngine::boundedShape(const CudaCall& call, algo::CallShape* shape) co
   return Status::ok();
 }
 
-Status CudaEngine::run(const CudaCall& call) { return runBatch(&call, 1); }
-
 Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
