@@ -83,9 +83,11 @@ constexpr int kOneShotParities = 2;
 constexpr int kMaxOneShotChannels = 64;
 constexpr size_t kOneShotHeaderBytes = (kMaxOneShotChannels + kMaxOneShotRanks) * sizeof(uint64_t);
 struct OneShotArgs {
-  char* regions[kMaxOneShotRanks] = {};  // each rank's region as mapped here (this rank's included)
-  size_t lines = 0;                      // lines per block: the largest message / 8 bytes
-  int channels = 0;                      // epoch counters in use (the most channels a call may have)
+  // Each rank's region as mapped here, from this rank's own on: regions[k] is rank (rank + k) % n's.
+  // The own region sits at a fixed place in the parameter, so the kernel's first load needs no rank.
+  char* regions[kMaxOneShotRanks] = {};
+  size_t lines = 0;  // lines per block: the largest message / 8 bytes
+  int channels = 0;  // epoch counters in use (the most channels a call may have)
 };
 
 /// What every kernel of a communicator's rank needs: its place in the algorithms, its lanes, its

@@ -68,6 +68,20 @@ __device__ __forceinline__ bool oneShotReceivesFrom(int me, int q, int root) {
   return oneShotSendsTo<C>(q, me, root);
 }
 
+// The least "started" word of the ranks this one sends to. The loads all go out before any is used
+// (a loop over n would wait for each before issuing the next).
+template <algo::Coll C>
+__device__ __forceinline__ uint64_t oneShotLeastStarted(const uint64_t* started, int n, int me, int root) {
+  uint64_t v[kMaxOneShotRanks];
+#pragma unroll
+  for (int q = 0; q < kMaxOneShotRanks; ++q)
+    v[q] = q < n && oneShotSendsTo<C>(me, q, root) ? loadVolatile64(started + q) : ~0ull;
+  uint64_t least = ~0ull;
+#pragma unroll
+  for (int q = 0; q < kMaxOneShotRanks; ++q) least = min(least, v[q]);
+  return least;
+}
+
 // kBatch: words per thread per batch (the loads one memory latency covers).
 template <algo::Coll C, int kBatch, class Combine>
 __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs& call, Combine combine) {
@@ -75,7 +89,7 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs&
   const OneShotArgs& o = a.oneShot;
   const int n = a.work.nranks, me = a.work.rank, root = call.root, c = blockIdx.x;
   const size_t tid = threadIdx.x, stride = blockDim.x;
-  uint64_t* epochs = oneShotEpochs(o.regions[me]);
+  uint64_t* epochs = oneShotEpochs(o.regions[0]);
   const uint64_t epoch = *static_cast<volatile uint64_t*>(epochs + c);
   const uint32_t flag = oneShotFlag(epoch);
   const uint64_t parity = epoch % kOneShotParities;
@@ -95,24 +109,20 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs&
   auto valid = [&](size_t w) { return static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8); };
   bool aborted = false;
 
-  // 0. Tell every peer this call started (so its previous one is over), then wait until every rank
-  // this one sends to has started the previous call (see the top).
+  // 0. Tell every peer this call started (so its previous one is over).
   if (tid == 0 && c == 0) {
-    for (int q = 0; q < n; ++q) {
-      if (q != me) storeVolatile64(oneShotStarted(o.regions[q]) + me, epoch + 1);
-    }
+    for (int k = 1; k < n; ++k) storeVolatile64(oneShotStarted(o.regions[k]) + me, epoch + 1);
   }
-  if (tid == 0 && epoch >= kOneShotParities) {
-    for (int q = 0; q < n && !aborted; ++q) {
-      if (oneShotSendsTo<C>(me, q, root))
-        aborted = !waitAtLeast(oneShotStarted(o.regions[me]) + q, epoch, false, a.abortFlag);
-    }
-  }
-  aborted = __syncthreads_or(aborted) != 0;
 
   // 1. Every word this thread owns goes to every receiver first: the stores fly while it waits
-  // below. The loads of kBatch words are issued before any store (a store's asm is a compiler
-  // barrier, so one load per store would wait out a memory latency each).
+  // below. Before its first store, a thread checks itself that every rank it sends to has started
+  // the previous call (see the top). The epoch, the first batch of input and the "started" words
+  // are loaded in that order, none waiting for another, so the three cost one memory latency; no
+  // barrier stands between them and the stores. The loads of kBatch words are issued before any
+  // store (a store's asm is a compiler barrier, so one load per store would wait out a memory
+  // latency each).
+  const uint64_t* started = oneShotStarted(o.regions[0]);
+  bool peersChecked = epoch < kOneShotParities;
   for (size_t base = tid; base < nWords && !aborted; base += kBatch * stride) {
     uint64_t x[kBatch];
     bool loaded = false;
@@ -127,7 +137,16 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs&
         }
         loaded = true;
       }
-      uint4* dst = oneShotBlock(o.regions[q], o, n, parity, me) + firstWord;
+      if (!peersChecked) {
+        if (oneShotLeastStarted<C>(started, n, me, root) < epoch) {
+          for (int p = 0; p < n && !aborted; ++p) {
+            if (oneShotSendsTo<C>(me, p, root)) aborted = !waitAtLeast(started + p, epoch, false, a.abortFlag);
+          }
+        }
+        peersChecked = true;
+      }
+      if (aborted) break;
+      uint4* dst = oneShotBlock(o.regions[k], o, n, parity, me) + firstWord;
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const size_t w = base + u * stride;
@@ -164,7 +183,7 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs&
         for (int u = 0; u < kBatch; ++u)
           v[u] = make_uint4(static_cast<uint32_t>(own[u]), 0, static_cast<uint32_t>(own[u] >> 32), 0);
       } else {
-        const uint4* src = oneShotBlock(o.regions[me], o, n, parity, q) + firstWord;
+        const uint4* src = oneShotBlock(o.regions[0], o, n, parity, q) + firstWord;
         unsigned missing = 0;
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) missing |= base + u * stride < nWords ? 1u << u : 0u;
@@ -202,23 +221,23 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs&
     }
   }
   __syncthreads();  // every thread read this call's epoch
-  if (tid == 0) {
-    epochs[c] = epoch + 1;
-    if (c == 0) {
-      for (int k = call.nChannels; k < o.channels; ++k) epochs[k] += 1;
-    }
+  if (tid == 0) epochs[c] = epoch + 1;
+  if (c == 0) {
+    for (size_t k = call.nChannels + tid; k < static_cast<size_t>(o.channels); k += stride) epochs[k] += 1;
   }
 }
 
 // Combining words through combineWord (a call that switches on the type and op) costs as much as the
 // memory traffic at these sizes: the sums of the common floating types get their own inline copy.
-// Collectives that combine batch 4 words per thread (8 overflow the 128 registers a 512-thread CTA
-// may use); the others batch 8.
+// Broadcast batches 8 words per thread; the others 4 (8 overflow the 128 registers a 512-thread CTA
+// may use: all-gather's output blocks spilled 40 bytes per thread).
 template <algo::Coll C>
 __device__ void oneShot(const OneShotKernelArgs& k) {
   const CallArgs& call = k.call;
-  if (C == algo::Coll::kAllGather || C == algo::Coll::kBroadcast) {
+  if (C == algo::Coll::kBroadcast) {
     oneShotBody<C, 8>(k.base, call, AnyTypeAndOp{call.type, call.op});  // moves words, combines none
+  } else if (C == algo::Coll::kAllGather) {
+    oneShotBody<C, 4>(k.base, call, AnyTypeAndOp{call.type, call.op});
   } else {
     withCombiner(call.type, call.op, [&](auto combine) { oneShotBody<C, 4>(k.base, call, combine); });
   }
