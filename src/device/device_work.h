@@ -83,9 +83,11 @@ constexpr int kOneShotParities = 2;
 constexpr int kMaxOneShotChannels = 64;
 constexpr size_t kOneShotHeaderBytes = (kMaxOneShotChannels + kMaxOneShotRanks) * sizeof(uint64_t);
 struct OneShotArgs {
-  char* regions[kMaxOneShotRanks] = {};  // each rank's region as mapped here (this rank's included)
-  size_t lines = 0;                      // lines per block: the largest message / 8 bytes
-  int channels = 0;                      // epoch counters in use (the most channels a call may have)
+  // Each rank's region as mapped here, from this rank's own on: regions[k] is rank (rank + k) % n's.
+  // The own region sits at a fixed place in the parameter, so the kernel's first load needs no rank.
+  char* regions[kMaxOneShotRanks] = {};
+  size_t lines = 0;  // lines per block: the largest message / 8 bytes
+  int channels = 0;  // epoch counters in use (the most channels a call may have)
 };
 
 /// What every kernel of a communicator's rank needs: its place in the algorithms, its lanes, its
@@ -133,11 +135,18 @@ BRAID_HOST_DEVICE inline algo::WorkArgs workOf(const KernelArgs& a, const CallAr
 /// CUDA graph replays them without any host memory.
 constexpr int kMaxBatchCalls = 16;
 
-/// The parameter of every collective kernel.
-struct BatchKernelArgs {
+/// The parameter of the collective kernels of a group's calls, and of the FIFO algorithms' kernels
+/// of one call.
+struct CollKernelArgs {
   KernelArgs base;
   int nCalls = 0;
   CallArgs calls[kMaxBatchCalls];
+};
+
+/// The parameter of a one-shot kernel of one call: a small parameter, read at the kernel's start.
+struct OneShotKernelArgs {
+  KernelArgs base;
+  CallArgs call;
 };
 
 /// Most sends (and most receives) one send/recv kernel carries: a group's messages travel in the
@@ -186,7 +195,9 @@ BRAID_HOST_DEVICE constexpr int maxBlockThreads(KernelKind kind) {
 /// Launches collective kernel `kind` with protocol `proto` (the one-shot kernels: LL only):
 /// `channels` CTAs of nLanes x laneThreads threads on `stream` (a cudaStream_t). Returns the
 /// cudaError_t of the launch.
-int launchCollKernel(KernelKind kind, Proto proto, int channels, const BatchKernelArgs& args, void* stream);
+int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKernelArgs& args, void* stream);
+/// The same for a one-shot kernel of one call (kind >= kAllReduceOneShot).
+int launchOneShotKernel(KernelKind kind, int channels, const OneShotKernelArgs& args, void* stream);
 /// The same for the send/recv kernel (two lanes).
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream);
 
@@ -200,8 +211,9 @@ int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* 
 /// thread driving two ranks hung there). Returns the cudaError_t; `*localBytes` gets that most.
 int loadKernels(size_t* localBytes);
 
-/// The kernel's name as profilers show it: "braid_AllReduce_Ring_LL".
-const char* kernelName(KernelKind kind, Proto proto);
+/// The kernel's name as profilers show it: "braid_AllReduce_Ring_LL". One-shot kinds have a kernel
+/// for one call and one for a group's (nCalls > 1).
+const char* kernelName(KernelKind kind, Proto proto, int nCalls = 1);
 
 }  // namespace braid::device
 
@@ -218,7 +230,7 @@ struct KernelRef {
 const KernelRef* kernelsSimple();
 const KernelRef* kernelsLL();
 const KernelRef* kernelsLL128();
-/// A one-shot kernel, kind >= kAllReduceOneShot (kernels_ll.cu).
-const KernelRef& kernelOneShot(KernelKind kind);
+/// A one-shot kernel, kind >= kAllReduceOneShot (kernels_ll.cu): of one call, or of a group's calls.
+const KernelRef& kernelOneShot(KernelKind kind, bool group);
 
 }  // namespace braid::device

@@ -42,7 +42,7 @@ __device__ __forceinline__ void runCall(const KernelArgs& a, const CallArgs& cal
 // to that lane in every call of a kind, and each Prims stores its steps before the lane's barrier,
 // so the next call's Prims reads them back.
 template <KernelKind K, Proto P>
-__device__ __forceinline__ void runKernel(const BatchKernelArgs& k) {
+__device__ __forceinline__ void runKernel(const CollKernelArgs& k) {
   for (int i = 0; i < k.nCalls; ++i) {
     if (static_cast<int>(blockIdx.x) < k.calls[i].nChannels) runCall<K, P>(k.base, k.calls[i]);
   }
@@ -63,9 +63,9 @@ __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
 
 // One translation unit per protocol, each with its own copy of the data-movement loops: the two
 // compile in parallel. Each defines the kernels of protocol PROTO, named braid_<what>_<SUFFIX>.
-#define BRAID_KERNEL(name, kind)                                                                             \
-  __global__ void __launch_bounds__(maxBlockThreads(kind)) name(const __grid_constant__ BatchKernelArgs a) { \
-    runKernel<kind, BRAID_PROTO>(a);                                                                         \
+#define BRAID_KERNEL(name, kind)                                                                            \
+  __global__ void __launch_bounds__(maxBlockThreads(kind)) name(const __grid_constant__ CollKernelArgs a) { \
+    runKernel<kind, BRAID_PROTO>(a);                                                                        \
   }
 
 #define BRAID_KERNEL_TABLE(suffix)                                                                                 \

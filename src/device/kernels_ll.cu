@@ -6,25 +6,34 @@
 namespace braid::device {
 BRAID_KERNEL_TABLE(LL)
 
-#define BRAID_ONESHOT_KERNEL(name, coll)                                            \
+// Each one-shot collective has two kernels: one call (braid_AllReduce_OneShot_LL, the call in a small
+// parameter, no barrier before its stores) and a group's calls (braid_AllReduce_OneShotGroup_LL).
+#define BRAID_ONESHOT_KERNELS(coll, name)                                           \
   __global__ void __launch_bounds__(maxBlockThreads(KernelKind::kAllReduceOneShot)) \
-      name(const __grid_constant__ BatchKernelArgs a) {                             \
-    oneShot<coll>(a);                                                               \
+      braid_##name##_OneShot_LL(const __grid_constant__ OneShotKernelArgs a) {      \
+    oneShot<algo::Coll::coll>(a);                                                   \
+  }                                                                                 \
+  __global__ void __launch_bounds__(maxBlockThreads(KernelKind::kAllReduceOneShot)) \
+      braid_##name##_OneShotGroup_LL(const __grid_constant__ CollKernelArgs a) {    \
+    oneShotGroup<algo::Coll::coll>(a);                                              \
   }
-BRAID_ONESHOT_KERNEL(braid_AllReduce_OneShot_LL, algo::Coll::kAllReduce)
-BRAID_ONESHOT_KERNEL(braid_AllGather_OneShot_LL, algo::Coll::kAllGather)
-BRAID_ONESHOT_KERNEL(braid_ReduceScatter_OneShot_LL, algo::Coll::kReduceScatter)
-BRAID_ONESHOT_KERNEL(braid_Broadcast_OneShot_LL, algo::Coll::kBroadcast)
-BRAID_ONESHOT_KERNEL(braid_Reduce_OneShot_LL, algo::Coll::kReduce)
+#define BRAID_ONESHOT_REFS(name)                                                                       \
+  {                                                                                                    \
+    {reinterpret_cast<const void*>(braid_##name##_OneShot_LL), "braid_" #name "_OneShot_LL"}, {        \
+      reinterpret_cast<const void*>(braid_##name##_OneShotGroup_LL), "braid_" #name "_OneShotGroup_LL" \
+    }                                                                                                  \
+  }
+BRAID_ONESHOT_KERNELS(kAllReduce, AllReduce)
+BRAID_ONESHOT_KERNELS(kAllGather, AllGather)
+BRAID_ONESHOT_KERNELS(kReduceScatter, ReduceScatter)
+BRAID_ONESHOT_KERNELS(kBroadcast, Broadcast)
+BRAID_ONESHOT_KERNELS(kReduce, Reduce)
 
-const KernelRef& kernelOneShot(KernelKind kind) {
-  static const KernelRef refs[] = {
-      {reinterpret_cast<const void*>(braid_AllReduce_OneShot_LL), "braid_AllReduce_OneShot_LL"},
-      {reinterpret_cast<const void*>(braid_AllGather_OneShot_LL), "braid_AllGather_OneShot_LL"},
-      {reinterpret_cast<const void*>(braid_ReduceScatter_OneShot_LL), "braid_ReduceScatter_OneShot_LL"},
-      {reinterpret_cast<const void*>(braid_Broadcast_OneShot_LL), "braid_Broadcast_OneShot_LL"},
-      {reinterpret_cast<const void*>(braid_Reduce_OneShot_LL), "braid_Reduce_OneShot_LL"},
+const KernelRef& kernelOneShot(KernelKind kind, bool group) {
+  static const KernelRef refs[][2] = {
+      BRAID_ONESHOT_REFS(AllReduce), BRAID_ONESHOT_REFS(AllGather), BRAID_ONESHOT_REFS(ReduceScatter),
+      BRAID_ONESHOT_REFS(Broadcast), BRAID_ONESHOT_REFS(Reduce),
   };
-  return refs[static_cast<int>(kind) - static_cast<int>(KernelKind::kAllReduceOneShot)];
+  return refs[static_cast<int>(kind) - static_cast<int>(KernelKind::kAllReduceOneShot)][group ? 1 : 0];
 }
 }  // namespace braid::device

@@ -7,7 +7,7 @@ namespace braid::device {
 namespace {
 
 const KernelRef& kernelFor(KernelKind kind, Proto proto) {
-  if (kind >= KernelKind::kAllReduceOneShot) return kernelOneShot(kind);
+  if (kind >= KernelKind::kAllReduceOneShot) return kernelOneShot(kind, true);
   const KernelRef* table = proto == Proto::kLL      ? kernelsLL()
                            : proto == Proto::kLL128 ? kernelsLL128()
                                                     : kernelsSimple();
@@ -24,27 +24,41 @@ int launchWith(const KernelRef& kernel, int channels, int threads, const Args& a
 
 }  // namespace
 
-int launchCollKernel(KernelKind kind, Proto proto, int channels, const BatchKernelArgs& args, void* stream) {
+int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKernelArgs& args, void* stream) {
   if (kind == KernelKind::kSendRecv) return static_cast<int>(cudaErrorInvalidValue);
   return launchWith(kernelFor(kind, proto), channels, args.base.nLanes * args.base.laneThreads, args, stream);
+}
+
+int launchOneShotKernel(KernelKind kind, int channels, const OneShotKernelArgs& args, void* stream) {
+  if (kind < KernelKind::kAllReduceOneShot) return static_cast<int>(cudaErrorInvalidValue);
+  return launchWith(kernelOneShot(kind, false), channels, args.base.nLanes * args.base.laneThreads, args, stream);
 }
 
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream) {
   return launchWith(kernelFor(KernelKind::kSendRecv, proto), channels, 2 * args.base.laneThreads, args, stream);
 }
 
-const char* kernelName(KernelKind kind, Proto proto) { return kernelFor(kind, proto).name; }
+const char* kernelName(KernelKind kind, Proto proto, int nCalls) {
+  if (kind >= KernelKind::kAllReduceOneShot && nCalls == 1) return kernelOneShot(kind, false).name;
+  return kernelFor(kind, proto).name;
+}
 
 int loadKernels(size_t* localBytes) {
   *localBytes = 0;
+  auto load = [&](const KernelRef& kernel) {
+    cudaFuncAttributes attr;
+    cudaError_t err = cudaFuncGetAttributes(&attr, kernel.fn);
+    if (err == cudaSuccess && attr.localSizeBytes > *localBytes) *localBytes = attr.localSizeBytes;
+    return err;
+  };
   for (int p = 0; p < static_cast<int>(Proto::kNumProtos); ++p) {
     for (int k = 0; k < static_cast<int>(KernelKind::kNumKinds); ++k) {
-      // The one-shot kernels have one protocol: load them once.
-      if (p != 0 && k >= static_cast<int>(KernelKind::kAllReduceOneShot)) break;
-      cudaFuncAttributes attr;
-      cudaError_t err = cudaFuncGetAttributes(&attr, kernelFor(static_cast<KernelKind>(k), static_cast<Proto>(p)).fn);
+      const auto kind = static_cast<KernelKind>(k);
+      // The one-shot kernels (one call's and a group's) have one protocol: load them once.
+      if (p != 0 && kind >= KernelKind::kAllReduceOneShot) break;
+      cudaError_t err = load(kernelFor(kind, static_cast<Proto>(p)));
+      if (err == cudaSuccess && kind >= KernelKind::kAllReduceOneShot) err = load(kernelOneShot(kind, false));
       if (err != cudaSuccess) return static_cast<int>(err);
-      if (attr.localSizeBytes > *localBytes) *localBytes = attr.localSizeBytes;
     }
   }
   size_t limit = 0;

@@ -21,7 +21,11 @@
 // those of the channels a launch does not use), so all counters name the same launch.
 //
 // A launch may carry several calls of one collective (a group): they are one epoch, their lines one
-// after another in each block, so they must fit in it together.
+// after another in each block, so they must fit in it together. A launch of one call has a kernel of
+// its own (oneShot: the call in a small parameter, no barrier before its stores, each thread checks
+// the peers' "started" words itself). A group's kernel (oneShotGroup) first lays the calls out in a
+// shared-memory table, which takes a barrier; its threads then take the words of all the calls in
+// turn.
 #pragma once
 
 #include "algo/work.h"
@@ -79,6 +83,192 @@ __device__ __forceinline__ bool oneShotSendsAny(int me, int n, int root) {
   return n > 1;
 }
 
+// The least "started" word of the ranks this one sends to. The loads all go out before any is used
+// (a loop over n would wait for each before issuing the next).
+template <algo::Coll C>
+__device__ __forceinline__ uint64_t oneShotLeastStarted(const uint64_t* started, int n, int me, int root) {
+  uint64_t v[kMaxOneShotRanks];
+#pragma unroll
+  for (int q = 0; q < kMaxOneShotRanks; ++q)
+    v[q] = q < n && oneShotSendsTo<C>(me, q, root) ? loadVolatile64(started + q) : ~0ull;
+  uint64_t least = ~0ull;
+#pragma unroll
+  for (int q = 0; q < kMaxOneShotRanks; ++q) least = min(least, v[q]);
+  return least;
+}
+
+// 0. Tells every peer this launch started (so its previous one is over): CTA 0's thread 0.
+__device__ __forceinline__ void oneShotAnnounce(const OneShotArgs& o, int me, int n, uint64_t epoch) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    for (int k = 1; k < n; ++k) storeVolatile64(oneShotStarted(o.regions[k]) + me, epoch + 1);
+  }
+}
+
+// 3. Once every thread has read this launch's epoch (and the table), the next launch's is one more
+// on every channel; CTA 0 advances those of the channels this launch has no CTA for, spread over
+// its threads.
+__device__ __forceinline__ void oneShotFinish(const OneShotArgs& o, uint64_t epoch) {
+  __syncthreads();
+  uint64_t* epochs = oneShotEpochs(o.regions[0]);
+  if (threadIdx.x == 0) epochs[blockIdx.x] = epoch + 1;
+  if (blockIdx.x == 0) {
+    for (size_t k = gridDim.x + threadIdx.x; k < static_cast<size_t>(o.channels); k += blockDim.x) epochs[k] += 1;
+  }
+}
+
+// One call. kBatch: words per thread per batch (the loads one memory latency covers).
+template <algo::Coll C, int kBatch, class Combine>
+__device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs& call, Combine combine) {
+  constexpr bool kCombines = C == algo::Coll::kAllReduce || C == algo::Coll::kReduceScatter || C == algo::Coll::kReduce;
+  const OneShotArgs& o = a.oneShot;
+  const int n = a.work.nranks, me = a.work.rank, root = call.root, c = blockIdx.x;
+  const size_t tid = threadIdx.x, stride = blockDim.x;
+  const uint64_t epoch = *static_cast<volatile uint64_t*>(oneShotEpochs(o.regions[0]) + c);
+  const uint32_t flag = oneShotFlag(epoch);
+  const uint64_t parity = epoch % kOneShotParities;
+  const size_t es = elemSizeOf(call.type), count = call.count;
+  const algo::Range range = algo::channelRange(count, c, call.nChannels);
+  const size_t bytes = (range.end - range.begin) * es;
+  const size_t nWords = (bytes + 7) / 8;
+  const size_t firstWord = range.begin * es / 8;  // channels start at multiples of 64 elements
+  // The part of the input block rank q's contribution comes from, and of the output block q.
+  auto in = [&](int q) {
+    return static_cast<const char*>(call.input) +
+           ((C == algo::Coll::kReduceScatter ? q * count : 0) + range.begin) * es;
+  };
+  auto out = [&](int q) {
+    return static_cast<char*>(call.output) + ((C == algo::Coll::kAllGather ? q * count : 0) + range.begin) * es;
+  };
+  auto valid = [&](size_t w) { return static_cast<int>(bytes - w * 8 < 8 ? bytes - w * 8 : 8); };
+  bool aborted = false;
+
+  oneShotAnnounce(o, me, n, epoch);
+
+  // 1. Every word this thread owns goes to every receiver first: the stores fly while it waits
+  // below. Before its first store, a thread checks itself that every rank it sends to has started
+  // the previous call (see the top). The epoch, the first batch of input and the "started" words
+  // are loaded in that order, none waiting for another, so the three cost one memory latency; no
+  // barrier stands between them and the stores. The loads of kBatch words are issued before any
+  // store (a store's asm is a compiler barrier, so one load per store would wait out a memory
+  // latency each).
+  const uint64_t* started = oneShotStarted(o.regions[0]);
+  bool peersChecked = epoch < kOneShotParities;
+  for (size_t base = tid; base < nWords && !aborted; base += kBatch * stride) {
+    uint64_t x[kBatch];
+    bool loaded = false;
+    for (int k = 1; k < n; ++k) {
+      const int q = (me + k) % n;  // peers in a rotated order, so that not every rank hits rank 0 first
+      if (!oneShotSendsTo<C>(me, q, root)) continue;
+      if (C == algo::Coll::kReduceScatter || !loaded) {
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          const size_t w = base + u * stride;
+          if (w < nWords) x[u] = plainRead(in(C == algo::Coll::kReduceScatter ? q : me), w, valid(w));
+        }
+        loaded = true;
+      }
+      if (!peersChecked) {
+        if (oneShotLeastStarted<C>(started, n, me, root) < epoch) {
+          for (int p = 0; p < n && !aborted; ++p) {
+            if (oneShotSendsTo<C>(me, p, root)) aborted = !waitAtLeast(started + p, epoch, false, a.abortFlag);
+          }
+        }
+        peersChecked = true;
+      }
+      if (aborted) break;
+      uint4* dst = oneShotBlock(o.regions[k], o, n, parity, me) + firstWord;
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const size_t w = base + u * stride;
+        if (w < nWords) {
+          storeVolatile(dst + w,
+                        make_uint4(static_cast<uint32_t>(x[u]), flag, static_cast<uint32_t>(x[u] >> 32), flag));
+        }
+      }
+    }
+  }
+
+  // 2. The same words from every sender (and this rank's own), kBatch at a time. The loads of
+  // this rank's words go out first and those of each sender's lines right behind them, so one memory
+  // latency covers the batch; lines not there yet are re-read together until all carry the flag.
+  const bool receives = C == algo::Coll::kBroadcast ? me != root : C == algo::Coll::kReduce ? me == root : true;
+  const bool copiesOwn = C == algo::Coll::kBroadcast && me == root && call.input != call.output;
+  const bool usesOwn = kCombines || C == algo::Coll::kAllGather || copiesOwn;
+  const int postDivisor = call.postOp ? n : 0;
+  for (size_t base = tid; base < nWords && !aborted && (receives || copiesOwn); base += kBatch * stride) {
+    uint64_t own[kBatch], acc[kBatch];
+    if (usesOwn) {
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const size_t w = base + u * stride;
+        if (w < nWords) own[u] = plainRead(in(me), w, valid(w));
+      }
+    }
+    for (int q = 0; q < n && !aborted; ++q) {
+      const bool isOwn = q == me && usesOwn;
+      if (!isOwn && !oneShotReceivesFrom<C>(me, q, root)) continue;
+      uint4 v[kBatch];  // the sender's lines (data in x and z)
+      if (isOwn) {
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u)
+          v[u] = make_uint4(static_cast<uint32_t>(own[u]), 0, static_cast<uint32_t>(own[u] >> 32), 0);
+      } else {
+        const uint4* src = oneShotBlock(o.regions[0], o, n, parity, q) + firstWord;
+        unsigned missing = 0;
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) missing |= base + u * stride < nWords ? 1u << u : 0u;
+        for (int spins = 0; missing != 0 && !aborted;) {
+#pragma unroll
+          for (int u = 0; u < kBatch; ++u) {
+            if (missing & (1u << u)) v[u] = loadVolatile(src + base + u * stride);
+          }
+#pragma unroll
+          for (int u = 0; u < kBatch; ++u) {
+            if ((missing & (1u << u)) && v[u].y == flag && v[u].w == flag) missing &= ~(1u << u);
+          }
+          if (missing != 0 && ++spins == 4096) {
+            spins = 0;
+            aborted = *a.abortFlag != 0;  // the communicator is unusable from here on
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const size_t w = base + u * stride;
+        if (w >= nWords || aborted) continue;
+        const uint64_t x = static_cast<uint64_t>(v[u].x) | (static_cast<uint64_t>(v[u].z) << 32);
+        if (!kCombines) {
+          plainWrite(out(q), w, valid(w), x);
+        } else {
+          acc[u] = q == 0 ? x : combine(acc[u], x);
+        }
+      }
+    }
+    for (int u = 0; u < kBatch && !aborted && kCombines; ++u) {
+      const size_t w = base + u * stride;
+      if (w < nWords)
+        plainWrite(out(0), w, valid(w), postDivisor ? divideWord(acc[u], call.type, postDivisor) : acc[u]);
+    }
+  }
+  oneShotFinish(o, epoch);
+}
+
+// Combining words through combineWord (a call that switches on the type and op) costs as much as the
+// memory traffic at these sizes: the sums of the common floating types get their own inline copy.
+// Broadcast batches 8 words per thread; the others 4 (8 overflow the 128 registers a 512-thread CTA
+// may use: all-gather's output blocks spilled 40 bytes per thread).
+template <algo::Coll C>
+__device__ void oneShot(const OneShotKernelArgs& k) {
+  const CallArgs& call = k.call;
+  if (C == algo::Coll::kBroadcast) {
+    oneShotBody<C, 8>(k.base, call, AnyTypeAndOp{call.type, call.op});  // moves words, combines none
+  } else if (C == algo::Coll::kAllGather) {
+    oneShotBody<C, 4>(k.base, call, AnyTypeAndOp{call.type, call.op});
+  } else {
+    withCombiner(call.type, call.op, [&](auto combine) { oneShotBody<C, 4>(k.base, call, combine); });
+  }
+}
+
 // What one launch shares across its calls: the epoch's flag and parity, and whether it was aborted.
 struct OneShotRound {
   uint64_t epoch;
@@ -90,7 +280,7 @@ struct OneShotRound {
 // kBatch: words per thread per batch (the loads one memory latency covers). Collectives that
 // combine batch 4 words (8 overflow the 128 registers a 512-thread CTA may use); the others 8.
 template <algo::Coll C>
-constexpr int oneShotBatch() {
+constexpr int oneShotGroupBatch() {
   return C == algo::Coll::kAllGather || C == algo::Coll::kBroadcast ? 8 : 4;
 }
 
@@ -123,7 +313,7 @@ struct OneShotTable {
 };
 
 // Fills `t`; the 32 threads of one warp call it, lane j for call j.
-__device__ __forceinline__ void oneShotFillTable(const BatchKernelArgs& k, OneShotTable& t) {
+__device__ __forceinline__ void oneShotFillTable(const CollKernelArgs& k, OneShotTable& t) {
   const int lane = threadIdx.x % 32, nCalls = k.nCalls;
   uint32_t nWords = 0, words = 0, lineInCall = 0;
   bool differs = false;
@@ -175,26 +365,22 @@ __device__ __forceinline__ void oneShotFillTable(const BatchKernelArgs& k, OneSh
 // this one sends to in any of its calls has started the previous launch (see the top). Meanwhile
 // the CTA's last warp fills the table; the barrier publishes it.
 template <algo::Coll C>
-__device__ __forceinline__ OneShotRound oneShotBegin(const BatchKernelArgs& k, OneShotTable& t) {
+__device__ __forceinline__ OneShotRound oneShotBegin(const CollKernelArgs& k, OneShotTable& t) {
   const KernelArgs& a = k.base;
   const OneShotArgs& o = a.oneShot;
   const int n = a.work.nranks, me = a.work.rank;
   OneShotRound r;
-  r.epoch = *static_cast<volatile uint64_t*>(oneShotEpochs(o.regions[me]) + blockIdx.x);
+  r.epoch = *static_cast<volatile uint64_t*>(oneShotEpochs(o.regions[0]) + blockIdx.x);
   r.flag = oneShotFlag(r.epoch);
   r.parity = r.epoch % kOneShotParities;
   bool aborted = false;
-  if (threadIdx.x == 0 && blockIdx.x == 0) {
-    for (int q = 0; q < n; ++q) {
-      if (q != me) storeVolatile64(oneShotStarted(o.regions[q]) + me, r.epoch + 1);
-    }
-  }
+  oneShotAnnounce(o, me, n, r.epoch);
   if (threadIdx.x >= blockDim.x - 32) oneShotFillTable(k, t);
   if (threadIdx.x == 0 && r.epoch >= kOneShotParities) {
     for (int q = 0; q < n && !aborted; ++q) {
       bool sends = false;
       for (int i = 0; i < k.nCalls; ++i) sends = sends || oneShotSendsTo<C>(me, q, k.calls[i].root);
-      if (sends) aborted = !waitAtLeast(oneShotStarted(o.regions[me]) + q, r.epoch, false, a.abortFlag);
+      if (sends) aborted = !waitAtLeast(oneShotStarted(o.regions[0]) + q, r.epoch, false, a.abortFlag);
     }
   }
   r.aborted = __syncthreads_or(aborted) != 0;
@@ -231,7 +417,7 @@ __device__ __forceinline__ int oneShotValid(const OneShotSlot& s, uint32_t w) {
 // is a compiler barrier, so one load per store would wait out a memory latency each).
 template <algo::Coll C>
 __device__ __forceinline__ void oneShotSend(const KernelArgs& a, const OneShotTable& t, const OneShotRound& r) {
-  constexpr int kBatch = oneShotBatch<C>();
+  constexpr int kBatch = oneShotGroupBatch<C>();
   const OneShotArgs& o = a.oneShot;
   const int n = a.work.nranks, me = a.work.rank;
   int cursor = 0;
@@ -259,7 +445,7 @@ __device__ __forceinline__ void oneShotSend(const KernelArgs& a, const OneShotTa
         }
         loaded = true;
       }
-      uint4* dst = oneShotBlock(o.regions[q], o, n, r.parity, me);
+      uint4* dst = oneShotBlock(o.regions[k], o, n, r.parity, me);
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         if (c[u] >= 0 && oneShotSendsTo<C>(me, q, root[u])) {
@@ -293,7 +479,7 @@ struct OneShotEachOp {
 template <algo::Coll C, class Combine>
 __device__ __forceinline__ bool oneShotReceive(const KernelArgs& a, const OneShotTable& t, const OneShotRound& r,
                                                Combine combine) {
-  constexpr int kBatch = oneShotBatch<C>();
+  constexpr int kBatch = oneShotGroupBatch<C>();
   constexpr bool kCombines = C == algo::Coll::kAllReduce || C == algo::Coll::kReduceScatter || C == algo::Coll::kReduce;
   const OneShotArgs& o = a.oneShot;
   const int n = a.work.nranks, me = a.work.rank;
@@ -302,7 +488,7 @@ __device__ __forceinline__ bool oneShotReceive(const KernelArgs& a, const OneSho
   };
   auto copiesOwn = [&](const OneShotSlot& s) { return C == algo::Coll::kBroadcast && me == s.root && !s.inPlace; };
   auto usesOwn = [&](const OneShotSlot& s) { return kCombines || C == algo::Coll::kAllGather || copiesOwn(s); };
-  const uint4* region = oneShotBlock(o.regions[me], o, n, r.parity, 0);
+  const uint4* region = oneShotBlock(o.regions[0], o, n, r.parity, 0);
   bool aborted = false;
   int cursor = 0;
   for (uint32_t base = threadIdx.x; base < t.total && !aborted; base += kBatch * blockDim.x) {
@@ -372,7 +558,7 @@ __device__ __forceinline__ bool oneShotReceive(const KernelArgs& a, const OneSho
 // on the type and op) costs as much as the memory traffic at these sizes: the sums of the common
 // floating types get their own inline copy, where every call of the launch has that type and op.
 template <algo::Coll C>
-__device__ void oneShot(const BatchKernelArgs& k) {
+__device__ void oneShotGroup(const CollKernelArgs& k) {
   __shared__ OneShotTable t;
   const KernelArgs& a = k.base;
   const OneShotRound r = oneShotBegin<C>(k, t);
@@ -392,16 +578,7 @@ __device__ void oneShot(const BatchKernelArgs& k) {
       ok = oneShotReceive<C>(a, t, r, OneShotEachOp{});
     }
   }
-  // 3. Every thread read this launch's epoch (and the table); the next launch's epoch is one more
-  // on every channel (CTA 0 advances those of the channels this launch has no CTA for).
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    uint64_t* epochs = oneShotEpochs(a.oneShot.regions[a.work.rank]);
-    epochs[blockIdx.x] = r.epoch + 1;
-    if (blockIdx.x == 0) {
-      for (int c = gridDim.x; c < a.oneShot.channels; ++c) epochs[c] += 1;
-    }
-  }
+  oneShotFinish(a.oneShot, r.epoch);
 }
 
 }  // namespace

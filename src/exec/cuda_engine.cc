@@ -330,10 +330,11 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
     }
   }
   if (s.o.oneShotBytes > 0) {
-    for (int q = 0; q < n; ++q) {
+    for (int k = 0; k < n; ++k) {
+      const int q = (s.o.rank + k) % n;  // rotated: this rank's own region first
       if (s.peerBases[q] == nullptr)
         return internalError("one-shot buffers: rank " + std::to_string(q) + " not mapped");
-      s.oneShot.regions[q] = s.peerBases[q] + s.layouts[q].oneShot;
+      s.oneShot.regions[k] = s.peerBases[q] + s.layouts[q].oneShot;
     }
     s.oneShot.lines = s.o.oneShotBytes / device::kLlDataPerLine;
     s.oneShot.channels = s.o.oneShotChannels;

@@ -160,7 +160,7 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
     const CudaCall& first = calls[r.begin];
     const auto kind = static_cast<device::KernelKind>(keys[r.begin].kernel);
     algo::CallShape shape = shapes[r.begin];
-    device::BatchKernelArgs k;
+    device::CollKernelArgs k;
     k.base = kernelArgs(&shape, first.proto, first.type);
     int channels = 0;
     size_t total = 0;
@@ -172,12 +172,18 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
       total += cs.count;
     }
     char range[160];
+    const char* name = device::kernelName(kind, first.proto, k.nCalls);
     if (k.nCalls == 1) {
-      std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", device::kernelName(kind, first.proto),
-                    shortType(first.type), shortOp(first.op), shape.count, channels);
+      std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d", name, shortType(first.type), shortOp(first.op),
+                    shape.count, channels);
     } else {
-      std::snprintf(range, sizeof(range), "%s %d calls count %zu ch %d", device::kernelName(kind, first.proto),
-                    k.nCalls, total, channels);
+      std::snprintf(range, sizeof(range), "%s %d calls count %zu ch %d", name, k.nCalls, total, channels);
+    }
+    if (keys[r.begin].oneShot && k.nCalls == 1) {  // the one-call kernel: a small parameter
+      const device::OneShotKernelArgs one{k.base, k.calls[0]};
+      BRAID_RETURN_IF_ERROR(
+          launch(first.stream, range, [&] { return device::launchOneShotKernel(kind, channels, one, first.stream); }));
+      continue;
     }
     BRAID_RETURN_IF_ERROR(launch(
         first.stream, range, [&] { return device::launchCollKernel(kind, first.proto, channels, k, first.stream); }));

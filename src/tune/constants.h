@@ -37,9 +37,11 @@ constexpr Constant kOneShotEfficiency = {
     "measured: one-shot all-reduce on 64 CTAs in a CUDA graph on 2 x H200, 2 MB 18.7 us and 4 MB 33.1 us: "
     "~150 GB/s of data, 0.15-0.18 of 64 x 16 GB/s; half of every 16-byte line is flags (bench/NOTES.md)"};
 constexpr Constant kLl128Efficiency = {
-    0.92,
-    "measured: LL128 ring all-reduce 317 GB/s at 1 GB on 2 x H200 where Simple moved 344 (after the LL128 loop "
-    "rewrite, bench/NOTES.md)"};
+    0.4,
+    "measured (2 x H200, CUDA graph, each algorithm forced): where LL128 competes, its rate is far below its 1 GB one "
+    "(317 GB/s, 0.92 of Simple's): ring all-reduce 2 MB 21.1 us and 8 MB 50.4 against the one-shot's 19.1 and "
+    "ring/Simple's 44.9; all-gather, reduce-scatter and broadcast alike. 0.4 keeps it from those sizes, where it "
+    "lost, and leaves it to machines whose Simple hops cost more (bench/NOTES.md)"};
 constexpr Constant kSimpleEfficiency = {1.0, "Simple: whole slots of data"};
 constexpr Constant kGpuReduceGBs = {2800.0,
                                     "measured: a local HBM copy moves 4,240 GB/s read + write (PERFORMANCE.md); a "
@@ -47,6 +49,10 @@ constexpr Constant kGpuReduceGBs = {2800.0,
 constexpr Constant kTreeBandwidthFactor = {0.7,
                                            "estimate: a tree rank drives three peers with separate up and down "
                                            "lanes and pipelines less evenly than a ring (NCCL also derates trees)"};
+constexpr Constant kDoublingBandwidthFactor = {
+    0.7,
+    "measured (2 x H200, CUDA graph): all-reduce by recursive doubling on Simple (30 channels) took 50.8 us at 8 MB "
+    "where the ring on 32 took 44.9, and 30.1 against 29.0 at 2 MB (bench/NOTES.md)"};
 constexpr Constant kNvlinkRingChannels = {
     64.0,
     "measured: ring/Simple on 2 x H200 NVLink, 512 MB, 30 -> 48 -> 64 CTAs: broadcast 303 -> 331 -> 349 GB/s, "
@@ -54,8 +60,9 @@ constexpr Constant kNvlinkRingChannels = {
 // Bytes a channel should carry before another channel pays for itself, per protocol.
 constexpr Constant kLlBytesPerChannel = {16 * 1024.0, "estimate: LL channels are worth it from 16 KB each"};
 constexpr Constant kOneShotBytesPerChannel = {
-    8 * 1024.0,
-    "measured: one-shot all-reduce in a graph, 1-64 CTAs: 64 KB fastest on 8, 256 KB on 16-32, 1 MB and more on 64 "
+    2 * 1024.0,
+    "measured: one-shot all-reduce in a CUDA graph on 2 x H200 with 2 KB per channel against 8 KB: 8 KB 5.63 us on "
+    "4 CTAs against 6.82 on 1, 32 KB 5.23 on 16 against 6.54 on 4, 128 KB 5.44 on 64 against 6.61 on 16 "
     "(bench/NOTES.md)"};
 constexpr Constant kLl128BytesPerChannel = {
     16 * 1024.0,

@@ -171,6 +171,7 @@ Factors factorsFor(const Machine& m, algo::Algo a, Proto proto) {
     f.hopFactor = p.hopFactor, f.hopExtraUs = p.hopExtraUs, f.efficiency = p.efficiency;
   }
   if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) f.efficiency *= kTreeBandwidthFactor.value;
+  if (a == algo::Algo::kDoubling && m.gpu) f.efficiency *= kDoublingBandwidthFactor.value;
   if (a == algo::Algo::kOneShot) f.efficiency = m.oneShot.efficiency;
   return f;
 }
