@@ -2,6 +2,7 @@
 #define BRAID_PROTO Proto::kLL
 #include "device/kernels.cuh"
 #include "device/oneshot.cuh"
+#include "device/oneshot_group.cuh"
 
 namespace braid::device {
 BRAID_KERNEL_TABLE(LL)
