@@ -193,11 +193,10 @@ BRAID_HOST_DEVICE constexpr int maxBlockThreads(KernelKind kind) {
 }
 
 /// Launches collective kernel `kind` with protocol `proto` (the one-shot kernels: LL only):
-/// `channels` CTAs of nLanes x laneThreads threads on `stream` (a cudaStream_t). Returns the
-/// cudaError_t of the launch.
+/// `channels` CTAs of nLanes x laneThreads threads on `stream` (a cudaStream_t). A one-shot launch
+/// of one call runs the one-call kernel (its parameter: that call alone), named as kernelName(kind,
+/// proto, 1) says. Returns the cudaError_t of the launch.
 int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKernelArgs& args, void* stream);
-/// The same for a one-shot kernel of one call (kind >= kAllReduceOneShot).
-int launchOneShotKernel(KernelKind kind, int channels, const OneShotKernelArgs& args, void* stream);
 /// The same for the send/recv kernel (two lanes).
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream);
 

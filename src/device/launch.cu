@@ -26,12 +26,12 @@ int launchWith(const KernelRef& kernel, int channels, int threads, const Args& a
 
 int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKernelArgs& args, void* stream) {
   if (kind == KernelKind::kSendRecv) return static_cast<int>(cudaErrorInvalidValue);
-  return launchWith(kernelFor(kind, proto), channels, args.base.nLanes * args.base.laneThreads, args, stream);
-}
-
-int launchOneShotKernel(KernelKind kind, int channels, const OneShotKernelArgs& args, void* stream) {
-  if (kind < KernelKind::kAllReduceOneShot) return static_cast<int>(cudaErrorInvalidValue);
-  return launchWith(kernelOneShot(kind, false), channels, args.base.nLanes * args.base.laneThreads, args, stream);
+  const int threads = args.base.nLanes * args.base.laneThreads;
+  if (kind >= KernelKind::kAllReduceOneShot && args.nCalls == 1) {
+    const OneShotKernelArgs one{args.base, args.calls[0]};  // the one-call kernel: a small parameter
+    return launchWith(kernelOneShot(kind, false), channels, threads, one, stream);
+  }
+  return launchWith(kernelFor(kind, proto), channels, threads, args, stream);
 }
 
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream) {

@@ -151,6 +151,7 @@ CudaEngine::~CudaEngine() {
     if (s_->ipcOpened[r]) cudaIpcCloseMemHandle(s_->peerBases[r]);
   }
   if (s_->lastDone != nullptr) cudaEventDestroy(s_->lastDone);
+  if (s_->joined != nullptr) cudaEventDestroy(s_->joined);
   cudaFree(s_->table);
   cudaFree(s_->ringOrder);
   if (s_->o.hostMemory) {
@@ -170,9 +171,11 @@ int CudaEngine::channels() const { return s_->o.channels; }
 Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<CudaEngine>* out) {
   if (options.oneShotBytes > 0 &&
       (options.nranks > device::kMaxOneShotRanks || options.hostMemory || options.oneShotChannels < 1 ||
-       options.oneShotChannels > device::kMaxOneShotChannels || options.oneShotBytes % device::kLlDataPerLine != 0)) {
+       options.oneShotChannels > device::kMaxOneShotChannels || options.oneShotBytes % device::kLlDataPerLine != 0 ||
+       options.oneShotBytes >= (size_t(1) << 32))) {
+    // (The group kernel's call table counts a block's words and lines in 32 bits.)
     return internalError("one-shot buffers asked for " + std::to_string(options.nranks) +
-                         " ranks, host memory or more channels than it supports");
+                         " ranks, host memory, more channels than it supports or blocks of 4 GiB or more");
   }
   if (options.ll128SlotBytes == 0 || options.ll128SlotBytes % device::kLl128DataPerLine != 0)
     return internalError("LL128 slots of " + std::to_string(options.ll128SlotBytes) + " bytes: not whole lines");
@@ -218,6 +221,7 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
       cudaCheck("cudaHostGetDevicePointer",
                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->abortDevice), s->abortHost, 0)));
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->lastDone, cudaEventDisableTiming)));
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->joined, cudaEventDisableTiming)));
   const int n = options.nranks;
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->ringOrder, sizeof(int) * n)));
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemcpy", cudaMemcpy(s->ringOrder, options.geometry.ringOrder.data(),

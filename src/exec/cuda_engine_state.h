@@ -67,6 +67,7 @@ struct CudaEngine::State {
   int* abortHost = nullptr;  // mapped host memory
   int* abortDevice = nullptr;
   cudaEvent_t lastDone = nullptr;  // the previous call's kernel, for ordering calls on other streams
+  cudaEvent_t joined = nullptr;    // joins the streams of a one-shot launch's calls
   void* lastStream = nullptr;
   std::mutex mu;  // one launch at a time
 

@@ -86,6 +86,26 @@ device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto 
 
 // Launches on `stream` after the previous call of this communicator (another stream waits for it
 // through an event, except while capturing), inside an NVTX range named `range`.
+namespace {
+
+// Makes every stream of `waiters` wait for the work so far of every stream of `sources` (one event,
+// recorded on each source in turn). Under capture the streams must belong to the same capture.
+Status joinStreams(const std::vector<cudaStream_t>& sources, const std::vector<cudaStream_t>& waiters,
+                   cudaEvent_t event) {
+  if (sources.empty() || waiters.empty()) return Status::ok();
+  for (cudaStream_t source : sources) {
+    BRAID_RETURN_IF_ERROR(
+        cudaCheck("cudaEventRecord (joining a one-shot launch's streams)", cudaEventRecord(event, source)));
+    for (cudaStream_t waiter : waiters) {
+      BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent (joining a one-shot launch's streams)",
+                                      cudaStreamWaitEvent(waiter, event, 0)));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status CudaEngine::launch(void* stream, const char* range, const std::function<int()>& launchFn) {
   State& s = *s_;
   auto cs = static_cast<cudaStream_t>(stream);
@@ -179,14 +199,19 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
     } else {
       std::snprintf(range, sizeof(range), "%s %d calls count %zu ch %d", name, k.nCalls, total, channels);
     }
-    if (keys[r.begin].oneShot && k.nCalls == 1) {  // the one-call kernel: a small parameter
-      const device::OneShotKernelArgs one{k.base, k.calls[0]};
-      BRAID_RETURN_IF_ERROR(
-          launch(first.stream, range, [&] { return device::launchOneShotKernel(kind, channels, one, first.stream); }));
-      continue;
+    // A one-shot launch may hold calls of several streams (launch_plan.h): it runs on the first
+    // call's stream after the others' work so far, and their later work waits for it.
+    std::vector<cudaStream_t> others;
+    for (size_t i = r.begin; i < r.end; ++i) {
+      auto st = static_cast<cudaStream_t>(calls[i].stream);
+      if (st != static_cast<cudaStream_t>(first.stream) && std::find(others.begin(), others.end(), st) == others.end())
+        others.push_back(st);
     }
+    const auto stream = static_cast<cudaStream_t>(first.stream);
+    BRAID_RETURN_IF_ERROR(joinStreams(others, {stream}, s.joined));
     BRAID_RETURN_IF_ERROR(launch(
         first.stream, range, [&] { return device::launchCollKernel(kind, first.proto, channels, k, first.stream); }));
+    BRAID_RETURN_IF_ERROR(joinStreams({stream}, others, s.joined));
   }
   return Status::ok();
 }

@@ -9,8 +9,8 @@ std::vector<LaunchRange> planLaunches(const std::vector<LaunchKey>& calls, size_
     size_t end = i + 1, words = first.oneShotWords;
     while (end < calls.size() && end - i < maxCalls) {
       const LaunchKey& c = calls[end];
-      if (c.oneShot != first.oneShot || c.kernel != first.kernel || c.proto != first.proto || c.stream != first.stream)
-        break;
+      if (c.oneShot != first.oneShot || c.kernel != first.kernel || c.proto != first.proto) break;
+      if (!first.oneShot && c.stream != first.stream) break;
       if (first.oneShot && words + c.oneShotWords > oneShotBlockWords) break;
       words += c.oneShotWords;
       ++end;

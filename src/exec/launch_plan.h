@@ -1,7 +1,9 @@
 // How a run of GPU calls becomes kernel launches: consecutive calls of one kernel (collective and
-// algorithm), protocol and stream share a launch, up to a limit of calls per launch; one-shot calls
-// only while their words fit in one one-shot block together (a launch is one epoch: see
-// device/oneshot.cuh). Kept apart from the CUDA engine so that the unit tier checks it without a GPU.
+// algorithm), protocol and stream share a launch, up to a limit of calls per launch. One-shot calls
+// share a launch while their words fit in one one-shot block together, whatever their streams: a
+// launch is one epoch (device/oneshot.cuh), so every rank must cut a group at the same calls, and
+// the streams are each rank's own choice (the engine joins them around the launch). Kept apart from
+// the CUDA engine so that the unit tier checks it without a GPU.
 #pragma once
 
 #include <cstddef>

@@ -97,9 +97,11 @@ inline std::vector<unsigned char> expected(const Case& c, const std::vector<std:
   return {};
 }
 
-inline braidResult_t issue(const Case& c, World& w, int r, const void* send, void* recv) {
+// Issues case `c` on rank r, on `stream` (default: the rank's stream).
+inline braidResult_t issue(const Case& c, World& w, int r, const void* send, void* recv,
+                           cudaStream_t stream = nullptr) {
   braidComm_t comm = w.comms[r];
-  braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[r]);
+  braidStream_t s = reinterpret_cast<braidStream_t>(stream != nullptr ? stream : w.streams[r]);
   switch (c.coll) {
     case Coll::kAllReduce: return braidAllReduce(send, recv, c.count, c.type, c.op, comm, s);
     case Coll::kBroadcast: return braidBroadcast(send, recv, c.count, c.type, c.root, comm, s);

@@ -223,6 +223,35 @@ TEST(GpuGroup, OneShotCallsShareALaunchWhileTheyFit) {
   }
 }
 
+// Each rank picks its own streams: rank 1 posts its second one-shot call on another stream, rank 0
+// all three on one. A group's one-shot calls are one launch (one epoch) on each rank all the same;
+// cut where rank 1's stream changes, the ranks' epochs would part and both would wait forever.
+TEST(GpuGroup, OneShotCallsOnEachRanksOwnStreams) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  World w(oneShotWorld(2));
+  ASSERT_EQ(w.error, "");
+  CallSet set(w, {{Coll::kAllReduce, 4099, 0}, {Coll::kAllReduce, 1000, 0}, {Coll::kAllReduce, 7, 0}});
+  cudaSetDevice(w.devices[1]);
+  cudaStream_t extra = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&extra, cudaStreamNonBlocking), cudaSuccess);
+  for (int round = 0; round < 10; ++round) {
+    ASSERT_EQ(braidGroupStart(), braidSuccess);
+    for (int r = 0; r < w.size(); ++r) {
+      for (size_t i = 0; i < set.cases.size(); ++i) {
+        cudaStream_t s = r == 1 && i == 1 ? extra : w.streams[r];
+        ASSERT_EQ(issue(set.cases[i], w, r, set.bufs[i]->send[r], set.bufs[i]->recv[r], s), braidSuccess)
+            << braidGetLastError();
+      }
+    }
+    ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  }
+  ASSERT_TRUE(w.sync()) << w.error;
+  cudaSetDevice(w.devices[1]);
+  ASSERT_EQ(cudaStreamSynchronize(extra), cudaSuccess);
+  cudaStreamDestroy(extra);
+  for (size_t i = 0; i < set.cases.size(); ++i) EXPECT_EQ(set.bufs[i]->check(set.cases[i], w), "") << "call " << i;
+}
+
 // Calls of different kernels keep their order: each run of one kernel is a launch.
 TEST(GpuGroup, MixedCollectivesLaunchEachRunOfOneKernel) {
   if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";

@@ -55,6 +55,13 @@ LaunchKey oneShot(int kernel, size_t words) {
 TEST(LaunchPlan, OneShotCallsShareALaunchWhileTheirWordsFitInABlock) {
   EXPECT_EQ(describe(planLaunches({oneShot(9, 1), oneShot(9, 100), oneShot(9, 7)}, 16, 1000)), "0-3");
   EXPECT_EQ(describe(planLaunches({oneShot(9, 600), oneShot(9, 600), oneShot(9, 400)}, 16, 1000)), "0-1 1-3");
+  // Streams do not cut one-shot calls: a launch is one epoch on every rank, and each rank picks its
+  // own streams (the engine joins them around the launch).
+  int a = 0, b = 0;
+  LaunchKey onA = oneShot(9, 1), onB = oneShot(9, 1);
+  onA.stream = &a;
+  onB.stream = &b;
+  EXPECT_EQ(describe(planLaunches({onA, onB, onA}, 16, 1000)), "0-3");
   // A one-shot and a FIFO call of the same kernel number never share a launch.
   EXPECT_EQ(describe(planLaunches({oneShot(9, 1), key(9, 1), oneShot(10, 1)}, 16, 1000)), "0-1 1-2 2-3");
 }
