@@ -57,6 +57,22 @@ const char* shortOp(braidRedOp_t op) {
   return op >= 0 && op < braidNumOps ? names[op] : "?";
 }
 
+// Makes every stream of `waiters` wait for the work so far of every stream of `sources` (one event,
+// recorded on each source in turn). Under capture the streams must belong to the same capture.
+Status joinStreams(const std::vector<cudaStream_t>& sources, const std::vector<cudaStream_t>& waiters,
+                   cudaEvent_t event) {
+  if (sources.empty() || waiters.empty()) return Status::ok();
+  for (cudaStream_t source : sources) {
+    BRAID_RETURN_IF_ERROR(
+        cudaCheck("cudaEventRecord (joining a one-shot launch's streams)", cudaEventRecord(event, source)));
+    for (cudaStream_t waiter : waiters) {
+      BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent (joining a one-shot launch's streams)",
+                                      cudaStreamWaitEvent(waiter, event, 0)));
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 // Fills what every kernel of this rank needs; `shape` gets its channel count bounded and its chunk set
@@ -86,26 +102,6 @@ device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto 
 
 // Launches on `stream` after the previous call of this communicator (another stream waits for it
 // through an event, except while capturing), inside an NVTX range named `range`.
-namespace {
-
-// Makes every stream of `waiters` wait for the work so far of every stream of `sources` (one event,
-// recorded on each source in turn). Under capture the streams must belong to the same capture.
-Status joinStreams(const std::vector<cudaStream_t>& sources, const std::vector<cudaStream_t>& waiters,
-                   cudaEvent_t event) {
-  if (sources.empty() || waiters.empty()) return Status::ok();
-  for (cudaStream_t source : sources) {
-    BRAID_RETURN_IF_ERROR(
-        cudaCheck("cudaEventRecord (joining a one-shot launch's streams)", cudaEventRecord(event, source)));
-    for (cudaStream_t waiter : waiters) {
-      BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent (joining a one-shot launch's streams)",
-                                      cudaStreamWaitEvent(waiter, event, 0)));
-    }
-  }
-  return Status::ok();
-}
-
-}  // namespace
-
 Status CudaEngine::launch(void* stream, const char* range, const std::function<int()>& launchFn) {
   State& s = *s_;
   auto cs = static_cast<cudaStream_t>(stream);
