@@ -14,6 +14,11 @@ const KernelRef& kernelFor(KernelKind kind, Proto proto) {
   return table[static_cast<int>(kind)];
 }
 
+// The kernel a launch of `nCalls` calls runs: a one-shot launch of one call has a kernel of its own.
+const KernelRef& kernelFor(KernelKind kind, Proto proto, int nCalls) {
+  return kind >= KernelKind::kAllReduceOneShot && nCalls == 1 ? kernelOneShot(kind, false) : kernelFor(kind, proto);
+}
+
 // Launches `kernel` on `channels` CTAs of `threads` threads with the parameter `args`.
 template <class Args>
 int launchWith(const KernelRef& kernel, int channels, int threads, const Args& args, void* stream) {
@@ -27,21 +32,19 @@ int launchWith(const KernelRef& kernel, int channels, int threads, const Args& a
 int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKernelArgs& args, void* stream) {
   if (kind == KernelKind::kSendRecv) return static_cast<int>(cudaErrorInvalidValue);
   const int threads = args.base.nLanes * args.base.laneThreads;
+  const KernelRef& kernel = kernelFor(kind, proto, args.nCalls);
   if (kind >= KernelKind::kAllReduceOneShot && args.nCalls == 1) {
     const OneShotKernelArgs one{args.base, args.calls[0]};  // the one-call kernel: a small parameter
-    return launchWith(kernelOneShot(kind, false), channels, threads, one, stream);
+    return launchWith(kernel, channels, threads, one, stream);
   }
-  return launchWith(kernelFor(kind, proto), channels, threads, args, stream);
+  return launchWith(kernel, channels, threads, args, stream);
 }
 
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream) {
   return launchWith(kernelFor(KernelKind::kSendRecv, proto), channels, 2 * args.base.laneThreads, args, stream);
 }
 
-const char* kernelName(KernelKind kind, Proto proto, int nCalls) {
-  if (kind >= KernelKind::kAllReduceOneShot && nCalls == 1) return kernelOneShot(kind, false).name;
-  return kernelFor(kind, proto).name;
-}
+const char* kernelName(KernelKind kind, Proto proto, int nCalls) { return kernelFor(kind, proto, nCalls).name; }
 
 int loadKernels(size_t* localBytes) {
   *localBytes = 0;
