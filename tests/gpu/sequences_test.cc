@@ -161,6 +161,17 @@ void expectGroupLaunches(World& w, CallSet& set, int launches) {
   EXPECT_EQ(set.syncAndCheck(w), "");
 }
 
+// Gives calls 1-4 of a five-call set other types and operations (f16; int32 max; bf16; avg) and
+// makes their buffers again.
+void mixTypesAndOps(CallSet& set, World& w) {
+  set.cases[1].type = braidFloat16;
+  set.cases[2].type = braidInt32;
+  set.cases[2].op = braidMax;
+  set.cases[3].type = braidBfloat16;
+  set.cases[4].op = braidAvg;
+  for (size_t k = 0; k < set.cases.size(); ++k) set.bufs[k] = std::make_unique<CaseBuffers>(set.cases[k], w);
+}
+
 TEST(GpuGroup, CollectivesOfOneKernelShareOneLaunch) {
   if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
   const std::pair<const char*, const char*> configs[] = {{"ring", "simple"}, {"ring", "ll"},       {"ring", "ll128"},
@@ -179,12 +190,7 @@ TEST(GpuGroup, CollectivesOfOneKernelShareOneLaunch) {
                     {Coll::kAllReduce, 4099, 0},
                     {Coll::kAllReduce, 7, 0},
                     {Coll::kAllReduce, (1 << 20) + 3, 0}});
-    set.cases[1].type = braidFloat16;
-    set.cases[2].type = braidInt32;
-    set.cases[2].op = braidMax;
-    set.cases[3].type = braidBfloat16;
-    set.cases[4].op = braidAvg;
-    for (size_t k = 0; k < set.cases.size(); ++k) set.bufs[k] = std::make_unique<CaseBuffers>(set.cases[k], w);
+    mixTypesAndOps(set, w);
     expectGroupLaunches(w, set, 1);
   }
 }
@@ -203,12 +209,7 @@ TEST(GpuGroup, OneShotCallsShareALaunchWhileTheyFit) {
                     {Coll::kAllReduce, 4099, 0},
                     {Coll::kAllReduce, 7, 0},
                     {Coll::kAllReduce, 70001, 0}});
-    set.cases[1].type = braidFloat16;
-    set.cases[2].type = braidInt32;
-    set.cases[2].op = braidMax;
-    set.cases[3].type = braidBfloat16;
-    set.cases[4].op = braidAvg;
-    for (size_t k = 0; k < set.cases.size(); ++k) set.bufs[k] = std::make_unique<CaseBuffers>(set.cases[k], w);
+    mixTypesAndOps(set, w);
     expectGroupLaunches(w, set, 1);
   }
   {
