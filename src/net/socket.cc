@@ -156,6 +156,16 @@ Status Socket::accept(const Deadline& deadline, Socket* out, SocketAddress* from
   }
 }
 
+bool connectedToItself(int fd) {
+  sockaddr_storage self{}, peer{};
+  socklen_t selfLength = sizeof(self), peerLength = sizeof(peer);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &selfLength) != 0) return false;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peerLength) != 0) return false;
+  SocketAddress a, b;
+  return SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&self), selfLength, &a).isOk() &&
+         SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&peer), peerLength, &b).isOk() && a == b;
+}
+
 Status Socket::connect(const SocketAddress& to, const std::string& peer, const Deadline& deadline, Socket* out) {
   int backoffMs = 1;
   int lastError = 0;
@@ -179,6 +189,7 @@ Status Socket::connect(const SocketAddress& to, const std::string& peer, const D
         BRAID_RETURN_IF_ERROR(deadline.check("connecting to " + peer + " (no answer to the connection request)"));
       }
     }
+    if (err == 0 && connectedToItself(fd)) err = ECONNREFUSED;
     if (err == 0) {
       *out = std::move(s);
       return Status::ok();

@@ -57,6 +57,13 @@ Status abortedError(const std::string& what);
 /// One poll() of at most `timeoutMs`; EINTR counts as "nothing ready". `what` names the wait.
 Status pollOnce(std::vector<pollfd>* fds, int timeoutMs, const std::string& what);
 
+/// True when a connected socket's own address is its peer's. A connect to a port of this host's
+/// ephemeral range that nobody listens on gets, once in some ten thousand tries, that very port as
+/// its source port; TCP then joins the socket to itself (a "simultaneous open"), connect succeeds
+/// without a listener, and the port is held against the listener about to bind it (the bootstrap
+/// root). Socket::connect treats such a socket as refused.
+bool connectedToItself(int fd);
+
 /// Something else to serve while a socket waits: adds its descriptors to a poll set, and handles
 /// their results (it keeps its own errors; it never ends the wait).
 class PollClient {

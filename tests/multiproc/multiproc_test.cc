@@ -34,17 +34,30 @@ TEST_P(Bootstrap, ThroughUniqueId) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Bootstrap, ::testing::Values(1, 2, 3, 4, 7, 8));
 
+// Each rank gets a bootstrap timeout well inside the harness's, so a rank that cannot meet the
+// others says so rather than being killed silently; a rank that still prints nothing is shown.
 std::vector<Report> runEnvRanks(int n, const std::function<std::vector<std::string>(int)>& envOf) {
   std::vector<ProcSpec> specs;
-  for (int r = 0; r < n; ++r) specs.push_back({{workerPath(), "env"}, envOf(r)});
-  return parseReports(runProcesses(specs, kProcTimeoutMs));
+  for (int r = 0; r < n; ++r) {
+    specs.push_back({{workerPath(), "env"}, envOf(r)});
+    specs.back().env.push_back("BRAID_BOOTSTRAP_TIMEOUT=" + std::to_string(kProcTimeoutMs / 2 / 1000));
+  }
+  std::vector<ProcResult> results = runProcesses(specs, kProcTimeoutMs);
+  for (size_t r = 0; r < results.size(); ++r) {
+    if (parseOutput(results[r].output).empty())
+      ADD_FAILURE() << "process " << r << " printed no result:\n" << results[r].output;
+  }
+  return parseReports(results);
 }
+
+// braid listens on MASTER_PORT+1 (MASTER_PORT is torchrun's store): give it the free port.
+std::string masterPortBelowAFreePort() { return std::to_string(freeTcpPort() - 1); }
 
 class Torchrun : public ::testing::TestWithParam<int> {};
 
 TEST_P(Torchrun, EnvironmentVariables) {
   int n = GetParam();
-  std::string port = std::to_string(freeTcpPort());
+  std::string port = masterPortBelowAFreePort();
   auto reports = runEnvRanks(n, [&](int r) {
     return std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(n),
                                     "LOCAL_RANK=" + std::to_string(r), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port};
@@ -71,7 +84,7 @@ TEST(LauncherEnv, OpenMpiVariablesWithCommId) {
 
 TEST(LauncherEnv, SlurmVariables) {
   int n = 3;
-  std::string port = std::to_string(freeTcpPort());
+  std::string port = masterPortBelowAFreePort();
   auto reports = runEnvRanks(n, [&](int r) {
     return std::vector<std::string>{"SLURM_PROCID=" + std::to_string(r),
                                     "SLURM_NTASKS=3",

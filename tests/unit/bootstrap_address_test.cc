@@ -1,6 +1,8 @@
-// Socket addresses (parsing, formatting, wire form) and the choice of interface.
+// Socket addresses (parsing, formatting, wire form), a socket connected to itself, and the choice
+// of interface.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string>
@@ -100,6 +102,34 @@ TEST(BootstrapAddress, EqualityComparesFamilyAddressAndPort) {
   EXPECT_NE(parsed("1.2.3.4:5"), parsed("1.2.3.4:6"));
   EXPECT_NE(parsed("1.2.3.4:5"), parsed("1.2.3.5:5"));
   EXPECT_NE(parsed("[::1]:5"), parsed("127.0.0.1:5"));
+}
+
+// A socket bound to a port and then connected to that same port joins itself without any
+// listener (TCP simultaneous open): exactly what a retried connect to a free local port can hit.
+TEST(BootstrapSocket, RecognisesASocketConnectedToItself) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(a);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length), 0);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << "errno " << errno;
+  EXPECT_TRUE(net::connectedToItself(fd));
+  close(fd);
+
+  Socket listener, client, server;
+  SocketAddress loopback = parsed("127.0.0.1:1");
+  loopback.setPort(0);
+  ASSERT_TRUE(Socket::listen(loopback, &listener).isOk());
+  SocketAddress where, from;
+  ASSERT_TRUE(listener.localAddress(&where).isOk());
+  Deadline deadline = Deadline::in(10000, nullptr);
+  ASSERT_TRUE(Socket::connect(where, "the listener", deadline, &client).isOk());
+  ASSERT_TRUE(listener.accept(deadline, &server, &from).isOk());
+  EXPECT_FALSE(net::connectedToItself(client.fd()));
+  EXPECT_FALSE(net::connectedToItself(server.fd()));
 }
 
 // --- interface choice -----------------------------------------------------------------------
