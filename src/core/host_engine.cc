@@ -57,6 +57,7 @@ class HostEngine::Fifos : public exec::FifoResolver {
     }
     if (!st.isOk()) {
       error_ = st.withContext("connection " + std::to_string(src) + "->" + std::to_string(dst));
+      hasError_.store(true, std::memory_order_release);
       return nullptr;  // not cached: a later call tries again
     }
     if (f != nullptr && engine_.busyPoll_) f->setPauseSpins(transport::HostFifo::kBusyPauseSpins);
@@ -72,11 +73,14 @@ class HostEngine::Fifos : public exec::FifoResolver {
     }
   }
 
-  /// The error of the last connection that could not be made (cleared by the call).
+  /// The error of the last connection that could not be made (cleared by the call). Every call
+  /// asks, so the usual answer (none) takes no lock.
   Status takeError() {
+    if (!hasError_.load(std::memory_order_acquire)) return Status::ok();
     std::lock_guard<std::mutex> lock(mu_);
     Status s = error_;
     error_ = Status::ok();
+    hasError_.store(false, std::memory_order_relaxed);
     return s;
   }
 
@@ -98,6 +102,7 @@ class HostEngine::Fifos : public exec::FifoResolver {
   std::vector<std::shared_ptr<transport::LoopbackEndpoint>> endpoints_;
   std::vector<std::unique_ptr<transport::ShmFifoSegment>> segments_;
   Status error_;
+  std::atomic<bool> hasError_{false};  // error_ holds one
 };
 
 namespace {

@@ -174,6 +174,14 @@ int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
 }
 
 Decision Tuner::decide(algo::Coll coll, size_t bytes) const {
+  Decision d;
+  if (cache_.find(coll, bytes, &d)) return d;
+  d = evaluate(coll, bytes);
+  cache_.store(coll, bytes, d);
+  return d;
+}
+
+Decision Tuner::evaluate(algo::Coll coll, size_t bytes) const {
   const int c = static_cast<int>(coll);
   Decision best;
   bool any = false;

@@ -19,6 +19,7 @@
 
 #include "core/status.h"
 #include "tune/cost.h"
+#include "tune/decision_cache.h"
 
 namespace braid::tune {
 
@@ -61,7 +62,8 @@ class Tuner {
   /// Reads BRAID_ALGO, BRAID_PROTO, BRAID_MIN_CTAS and BRAID_MAX_CTAS; bad names and ranges are errors.
   static Status create(const Machine& machine, const TunerConfig& config, Tuner* out);
 
-  /// The decision for a call moving `bytes` (the nccl-tests message size).
+  /// The decision for a call moving `bytes` (the nccl-tests message size). Recent decisions are
+  /// kept (DecisionCache), so repeated sizes cost a look-up.
   Decision decide(algo::Coll coll, size_t bytes) const;
 
   /// A table of decisions: one line per size (powers of 4 from 8 B to `maxBytes`) and collective.
@@ -76,13 +78,18 @@ class Tuner {
   void setOneShot(size_t bytes, int channels) {
     machine_.oneShotBytes = bytes;
     machine_.oneShotChannels = channels;
+    cache_.clear();
   }
   /// Whether the executor's LL128 lines arrive whole (not where its FIFOs fell back to host memory).
-  void setLl128Capable(bool capable) { machine_.ll128Capable = machine_.ll128Capable && capable; }
+  void setLl128Capable(bool capable) {
+    machine_.ll128Capable = machine_.ll128Capable && capable;
+    cache_.clear();
+  }
   int minChannels() const { return minChannels_; }
   int maxChannels() const { return maxChannels_; }
 
  private:
+  Decision evaluate(algo::Coll coll, size_t bytes) const;  // the cost model, uncached
   int channelsFor(algo::Algo a, Proto proto, size_t bytes) const;
 
   Machine machine_;
@@ -90,6 +97,7 @@ class Tuner {
   int minChannels_ = 1;
   int maxChannels_ = 64;
   size_t hostChunkBytes_ = 128 * 1024;
+  mutable DecisionCache cache_;
 };
 
 /// "ring/ll 4ch 12.3us" for logs and tables.

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "algo/trace.h"
 #include "topology/search.h"
@@ -247,6 +249,59 @@ TEST(Tuner, DecisionsArePureFunctionsOfMachineAndCall) {
       EXPECT_EQ(describe(x), describe(z));
     }
   }
+}
+
+// Decisions come from a cache after the first (DecisionCache): they must equal the cost model's
+// (a copy of a tuner starts with an empty cache, so its first answer is the model's), also after
+// evictions, under concurrent callers, and after the tuner's inputs change.
+TEST(Tuner, CachedDecisionsAreTheModelsAndFollowItsInputs) {
+  Tuner a = tunerFor(machineOf(fixture("h200-2gpu.xml")));
+  auto same = [](const Decision& x, const Decision& y) {
+    return x.algo == y.algo && x.proto == y.proto && x.channels == y.channels && x.chunkBytes == y.chunkBytes &&
+           x.predictedUs == y.predictedUs && x.note == y.note;
+  };
+  std::vector<std::pair<Coll, size_t>> calls;  // 7 x 66 calls for 64 entries: entries are replaced
+  for (int c = 0; c < kNumColls; ++c) {
+    for (size_t bytes = 8; bytes <= (size_t(1) << 32); bytes *= 2) {
+      calls.emplace_back(static_cast<Coll>(c), bytes);
+      calls.emplace_back(static_cast<Coll>(c), bytes + 24);
+    }
+  }
+  std::vector<Decision> model;
+  for (const auto& [coll, bytes] : calls) {
+    Tuner fresh = a;
+    model.push_back(fresh.decide(coll, bytes));
+  }
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      size_t k = pass == 1 ? calls.size() - 1 - i : (i * 7919) % calls.size();
+      Decision d = a.decide(calls[k].first, calls[k].second);
+      EXPECT_TRUE(same(d, model[k])) << "pass " << pass << " " << algo::collName(calls[k].first) << " "
+                                     << calls[k].second << ": " << describe(d) << " vs " << describe(model[k]);
+    }
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < 20000; ++i) {
+        size_t k = (i * 104729 + static_cast<size_t>(t) * 31) % calls.size();
+        if (!same(a.decide(calls[k].first, calls[k].second), model[k])) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  // A one-shot reserved after the first decisions changes them: the cache must not keep the old.
+  EXPECT_NE(a.decide(Coll::kAllReduce, 8).algo, Algo::kOneShot);
+  a.setOneShot(size_t(1) << 20, 64);
+  EXPECT_EQ(a.decide(Coll::kAllReduce, 8).algo, Algo::kOneShot) << describe(a.decide(Coll::kAllReduce, 8));
+  // A forced choice keeps saying so on every call.
+  TunerConfig forced;
+  forced.algorithm = "oneshot";
+  Tuner only = tunerFor(machineOf(fixture("h200-2gpu.xml")), forced);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NE(only.decide(Coll::kAllReduce, 8).note.find("nothing allowed"), std::string::npos);
 }
 
 // braid-sim's model on the 2-node fixture: at 1 GB the ring is all bandwidth, within 10% of the
