@@ -79,6 +79,7 @@ TEST(LauncherEnv, OpenMpiVariablesWithCommId) {
     return std::vector<std::string>{"OMPI_COMM_WORLD_RANK=" + std::to_string(r), "OMPI_COMM_WORLD_SIZE=3",
                                     "OMPI_COMM_WORLD_LOCAL_RANK=" + std::to_string(r), "BRAID_COMM_ID=" + id};
   });
+  ASSERT_EQ(reports.size(), static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) EXPECT_TRUE(reports[r].ok() && reports[r].rank == r) << reports[r].describe();
 }
 
@@ -93,6 +94,7 @@ TEST(LauncherEnv, SlurmVariables) {
                                     "MASTER_ADDR=localhost",
                                     "MASTER_PORT=" + port};
   });
+  ASSERT_EQ(reports.size(), static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) EXPECT_TRUE(reports[r].ok() && reports[r].rank == r) << reports[r].describe();
 }
 
