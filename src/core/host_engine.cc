@@ -44,9 +44,15 @@ class HostEngine::Fifos : public exec::FifoResolver {
       case Path::kShm: {
         std::unique_ptr<transport::ShmFifoSegment> seg;
         std::string name = transport::ShmFifoSegment::nameFor(engine_.commKey_, src, dst, channel, connId);
-        st = transport::ShmFifoSegment::attach(name, engine_.steps_, engine_.chunkBytes_, engine_.config_.timeoutMs,
-                                               transport::StopFlags{engine_.abort_, nullptr}, peer,
-                                               engine_.peers_[peer].pid, &seg);
+        transport::ShmFifoOptions o;
+        o.slots = engine_.steps_;
+        o.slotBytes = engine_.chunkBytes_;
+        o.timeoutMs = engine_.config_.timeoutMs;
+        o.stop = transport::StopFlags{engine_.abort_, nullptr};
+        o.peerRank = peer;
+        o.peerPid = engine_.peers_[peer].pid;
+        o.sender = src == engine_.rank_;
+        st = transport::ShmFifoSegment::attach(name, o, &seg);
         if (st.isOk()) {
           f = &seg->fifo();
           segments_.push_back(std::move(seg));
@@ -193,7 +199,13 @@ Status HostEngine::setPeers(std::vector<Peer> peers) {
 
 void HostEngine::closeConnections() { fifos_->closeAll(rank_); }
 
-HostEngine::~HostEngine() = default;
+HostEngine::~HostEngine() {
+  fifos_.reset();  // this rank's segments first (a sender's unread slots keep their names)
+  // This rank reads no more: what a sender left for it that it never attached goes too.
+  if (std::find(paths_.begin(), paths_.end(), Path::kShm) != paths_.end()) {
+    transport::ShmFifoSegment::unlinkAddressedTo(commKey_, rank_);
+  }
+}
 
 size_t messageBytes(const CollRequest& r, int nranks) {
   size_t bytes = r.count * typeSize(r.type);

@@ -58,9 +58,6 @@ HostFifo::HostFifo(void* block, int slots, size_t slotBytes, int peerRank, long 
       block_(static_cast<FifoBlock*>(block)),
       slots_ptr_(static_cast<char*>(block) + headerBytes()) {}
 
-namespace {
-
-// True when process `pid` has exited (gone, or a zombie its parent has not reaped yet).
 bool processGone(long pid) {
   if (pid <= 0) return false;
   if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
@@ -73,8 +70,6 @@ bool processGone(long pid) {
   std::fclose(f);
   return got == 1 && (state == 'Z' || state == 'X');
 }
-
-}  // namespace
 
 template <class Ready>
 bool HostFifo::wait(Ready ready, const StopFlags& stop) {

@@ -66,6 +66,9 @@ struct SlotHeader {
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "FIFO counters must work across processes");
 
+/// True when process `pid` has exited (gone, or a zombie its parent has not reaped yet).
+bool processGone(long pid);
+
 class HostFifo {
  public:
   /// Bytes of a block for `slots` slots of `slotBytes`.

@@ -1,5 +1,6 @@
 #include "transport/shm_segment.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 namespace braid::transport {
@@ -36,12 +38,30 @@ std::string ShmFifoSegment::nameFor(uint64_t commKey, int src, int dst, int chan
   return buf;
 }
 
-Status ShmFifoSegment::attach(const std::string& name, int slots, size_t slotBytes, int64_t timeoutMs,
-                              const StopFlags& stop, int peerRank, long peerPid, std::unique_ptr<ShmFifoSegment>* out) {
+void ShmFifoSegment::unlinkAddressedTo(uint64_t commKey, int dst) {
+  const std::string prefix = nameFor(commKey, 0, 0, 0, 0).substr(1, 23);  // "braid-<16 hex digits>-"
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return;
+  while (dirent* e = readdir(d)) {
+    int src = -1, to = -1, channel = -1, conn = -1;
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    if (std::sscanf(e->d_name + prefix.size(), "%d-%d-%d-%d", &src, &to, &channel, &conn) == 4 && to == dst) {
+      shm_unlink(("/" + std::string(e->d_name)).c_str());
+    }
+  }
+  closedir(d);
+}
+
+Status ShmFifoSegment::attach(const std::string& name, const ShmFifoOptions& o, std::unique_ptr<ShmFifoSegment>* out) {
+  const int slots = o.slots;
+  const size_t slotBytes = o.slotBytes;
+  const StopFlags& stop = o.stop;
   std::unique_ptr<ShmFifoSegment> seg(new ShmFifoSegment());
   seg->name_ = name;
+  seg->sender_ = o.sender;
+  seg->peerPid_ = o.peerPid;
   seg->bytes_ = kHeaderBytes + HostFifo::blockBytes(slots, slotBytes);
-  auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
+  auto deadline = Clock::now() + std::chrono::milliseconds(o.timeoutMs);
   bool creator = true;
   int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0 && errno == EEXIST) {
@@ -91,17 +111,25 @@ Status ShmFifoSegment::attach(const std::string& name, int slots, size_t slotByt
     shm_unlink(name.c_str());  // both sides mapped it: the name is no longer needed
     seg->unlinked_ = true;
   }
-  seg->fifo_ =
-      std::make_unique<HostFifo>(static_cast<char*>(seg->base_) + kHeaderBytes, slots, slotBytes, peerRank, peerPid);
+  seg->fifo_ = std::make_unique<HostFifo>(static_cast<char*>(seg->base_) + kHeaderBytes, slots, slotBytes, o.peerRank,
+                                          o.peerPid);
   *out = std::move(seg);
   return Status::ok();
 }
 
 ShmFifoSegment::~ShmFifoSegment() {
+  // The peer never attached (or this side did not know it had): no name is left behind, unless it
+  // holds slots this side published for a receiver that lives and has not looked yet (see above).
+  bool unlink = !unlinked_;
+  if (unlink && base_ != nullptr) {
+    auto* header = static_cast<SegmentHeader*>(base_);
+    const bool peerAttached = header->attached.load(std::memory_order_acquire) >= 2;  // it unlinked the name
+    const bool unread = sender_ && fifo_ != nullptr && fifo_->tailCount() > fifo_->headCount();
+    unlink = !peerAttached && !(unread && !processGone(peerPid_));
+  }
   fifo_.reset();
   if (base_ != nullptr) munmap(base_, bytes_);
-  // The peer never attached (or this side did not know it had): make sure no name is left behind.
-  if (!unlinked_) shm_unlink(name_.c_str());
+  if (unlink) shm_unlink(name_.c_str());
 }
 
 }  // namespace braid::transport

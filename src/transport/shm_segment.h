@@ -7,7 +7,16 @@
 // zeroes it, and marks it ready); the other opens it and waits for the mark. Each side counts itself
 // in `attached` once mapped, and the side that brings it to 2 unlinks the name at once: from then on
 // the memory lives only as long as the mappings, so it is freed by the kernel when both processes
-// unmap it or die. A name whose peer never attached is unlinked by the destructor.
+// unmap it or die.
+//
+// A name whose peer never attached is unlinked by the destructor, but for one case: a sender whose
+// published slots nobody has read yet while the receiver still lives. A sender may finish its part
+// of a call (its slots fit the FIFO), destroy its communicator and exit before the receiver has even
+// looked; unlinking then would leave the receiver to create a fresh, empty segment under the same
+// name and wait for data that is gone (it saw "rank N exited during the call"). So the sender leaves
+// the name, the receiver attaches later as the second side and unlinks it, and a receiver that
+// never does (its call failed first) removes every name addressed to it when its communicator goes
+// (unlinkAddressedTo).
 #pragma once
 
 #include <cstdint>
@@ -19,12 +28,21 @@
 
 namespace braid::transport {
 
+/// One side of a segment: its FIFO's geometry, the peer, and which end this side is.
+struct ShmFifoOptions {
+  int slots = 0;
+  size_t slotBytes = 0;
+  int64_t timeoutMs = 0;  // how long to wait for a creating peer
+  StopFlags stop;
+  int peerRank = -1;  // the peer is rank `peerRank`, process `peerPid` (its death ends the FIFO's waits)
+  long peerPid = 0;
+  bool sender = false;  // this side publishes into the FIFO
+};
+
 class ShmFifoSegment {
  public:
-  /// Creates or opens the segment `name` and maps it; waits for a creating peer until `timeoutMs`.
-  /// The peer is rank `peerRank`, process `peerPid` (its death ends the FIFO's waits).
-  static Status attach(const std::string& name, int slots, size_t slotBytes, int64_t timeoutMs, const StopFlags& stop,
-                       int peerRank, long peerPid, std::unique_ptr<ShmFifoSegment>* out);
+  /// Creates or opens the segment `name` and maps it.
+  static Status attach(const std::string& name, const ShmFifoOptions& options, std::unique_ptr<ShmFifoSegment>* out);
 
   ~ShmFifoSegment();
   ShmFifoSegment(const ShmFifoSegment&) = delete;
@@ -34,6 +52,8 @@ class ShmFifoSegment {
 
   /// The segment name for a connection of a communicator.
   static std::string nameFor(uint64_t commKey, int src, int dst, int channel, int connId);
+  /// Unlinks every name of communicator `commKey` whose receiver is `dst` (it reads no more).
+  static void unlinkAddressedTo(uint64_t commKey, int dst);
 
  private:
   ShmFifoSegment() = default;
@@ -42,6 +62,8 @@ class ShmFifoSegment {
   void* base_ = nullptr;
   size_t bytes_ = 0;
   bool unlinked_ = false;
+  bool sender_ = false;
+  long peerPid_ = 0;
   std::unique_ptr<HostFifo> fifo_;
 };
 

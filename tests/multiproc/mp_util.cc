@@ -1,8 +1,11 @@
 #include "mp_util.h"
 
 #include <braid/braid.h>
+#include <dirent.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <set>
 #include <sstream>
 
 namespace braid::test {
@@ -28,6 +31,11 @@ std::vector<Report> parseOutput(const std::string& output) {
       r.initEndNs = e;
       r.msg = line.substr(static_cast<size_t>(consumed));
       r.raw = output;
+      size_t at = output.find("SHM_PREFIX ");
+      if (at != std::string::npos) {
+        at += std::strlen("SHM_PREFIX ");
+        r.shmPrefix = output.substr(at, output.find('\n', at) - at);
+      }
       out.push_back(r);
     }
   }
@@ -41,6 +49,23 @@ std::vector<Report> parseReports(const std::vector<ProcResult>& results) {
     if (!got.empty()) out.push_back(got.back());
   }
   return out;
+}
+
+std::string leftoverSegments(const std::vector<Report>& reports) {
+  std::set<std::string> prefixes;
+  for (const Report& r : reports) {
+    if (!r.shmPrefix.empty()) prefixes.insert(r.shmPrefix);
+  }
+  std::string found;
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return found;
+  while (dirent* e = readdir(d)) {
+    for (const std::string& p : prefixes) {
+      if (std::strncmp(e->d_name, p.c_str(), p.size()) == 0) found += std::string(" ") + e->d_name;
+    }
+  }
+  closedir(d);
+  return found;
 }
 
 std::vector<int> allRanks(int n) {

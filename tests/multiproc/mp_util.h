@@ -19,7 +19,8 @@ struct Report {
   int code = -1;
   int64_t initStartNs = 0, initEndNs = 0;
   std::string msg;
-  std::string raw;  // the whole output of the process, for failure messages
+  std::string raw;        // the whole output of the process, for failure messages
+  std::string shmPrefix;  // from its "SHM_PREFIX <name>" line: its communicator's /dev/shm names
   bool ok() const { return code == 0; }
   std::string describe() const;
 };
@@ -31,6 +32,9 @@ std::vector<Report> parseOutput(const std::string& output);
 std::vector<Report> parseReports(const std::vector<ProcResult>& results);
 
 std::vector<int> allRanks(int n);
+
+/// The names in /dev/shm that start with any report's shmPrefix (" name" each; "" when none).
+std::string leftoverSegments(const std::vector<Report>& reports);
 
 /// Makes a unique id here (this process serves the root) and starts worker `scenario` as each of
 /// `ranks` of an `n`-rank communicator, with `env` added.

@@ -181,8 +181,8 @@ std::vector<std::string> withEnv(std::vector<std::string> env, std::initializer_
   return env;
 }
 
-// Every collective between processes; each worker also checks that no segment of its communicator
-// is left in /dev/shm.
+// Every collective between processes; once all have exited, no segment of their communicator is
+// left in /dev/shm.
 class Transports : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(Transports, EveryCollectiveAcrossProcesses) {
@@ -192,6 +192,7 @@ TEST_P(Transports, EveryCollectiveAcrossProcesses) {
       runRanks(n, allRanks(n), "coll", withEnv(t.env, {"BRAID_DEVICE=cpu", "BRAID_BOOTSTRAP_TIMEOUT=20"}));
   ASSERT_EQ(reports.size(), static_cast<size_t>(n));
   for (const Report& r : reports) EXPECT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(leftoverSegments(reports), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Transports, ::testing::Combine(::testing::Range(0, 4), ::testing::Values(1, 2, 3, 4)),
@@ -228,6 +229,25 @@ TEST_P(KilledMidCollective, OthersFailPromptlyNamingIt) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, KilledMidCollective, ::testing::Range(0, 3),
                          [](const auto& p) { return std::string(kTransports[p.param].name); });
+
+// The exit race (issue 17): a rank that sends and leaves at once, before its receivers have even
+// looked. Its message must still reach them (over shared memory it sits in a segment only the
+// sender had mapped), and nothing may be left in /dev/shm once all have exited. Deterministic: the
+// receivers wait 300 ms before they receive, long after the sender has gone. Default chunks: the
+// message fits the FIFO, so the sender does not wait for its receivers.
+TEST(ExitRace, ASenderThatLeftAtOnceIsStillHeard) {
+  const TransportCase cases[] = {{"Shm", {}}, {"Sockets", {"BRAID_SHM_DISABLE=1"}}};
+  for (const TransportCase& t : cases) {
+    for (int n : {2, 4}) {
+      SCOPED_TRACE(std::string(t.name) + " " + std::to_string(n) + " ranks");
+      std::vector<Report> reports =
+          runRanks(n, allRanks(n), "exitrace", withEnv(t.env, {"BRAID_DEVICE=cpu", "BRAID_TEST_DELAY_MS=300"}));
+      ASSERT_EQ(reports.size(), static_cast<size_t>(n));
+      for (const Report& r : reports) EXPECT_TRUE(r.ok()) << r.describe();
+      EXPECT_EQ(leftoverSegments(reports), "");
+    }
+  }
+}
 
 // BRAID_TOPO_DUMP_FILE: the ranks gather their hosts' topologies through the bootstrap and rank 0
 // writes one file with every host once (here 3 ranks on two pretended hosts).
