@@ -188,6 +188,11 @@ int runGpuRanks(const Options& o, const braidUniqueId* id, int firstRank, int n,
               (o.graph ? "times of one CUDA graph launch of " : "times of ") + std::to_string(o.iters) +
               (o.graph ? " calls" : " eager calls") + " between CUDA events, per call" +
               (o.agg > 1 ? " (each of them a group of " + std::to_string(o.agg) + " calls)" : ""));
+          if (n > devices && !fromEnv) {
+            notes.push_back(std::to_string(n) + " ranks share " + std::to_string(devices) +
+                            " GPU(s): each rank is its own communicator with its own buffers, their kernels run "
+                            "side by side on one GPU's SMs, and the bytes move through its memory, not over a link");
+          }
           notes.push_back("config: algorithm " + (o.algorithm.empty() ? "(library's choice)" : o.algorithm) +
                           ", protocol " + (o.protocol.empty() ? "(library's choice)" : o.protocol) + ", CTAs " +
                           (o.ctas > 0 ? std::to_string(o.ctas) : "(library's choice)"));

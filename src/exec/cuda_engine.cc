@@ -74,6 +74,26 @@ size_t oneShotRegionBytes(const CudaEngineOptions& o) {
          device::kOneShotParities * o.nranks * (o.oneShotBytes / device::kLlDataPerLine) * device::kLlLineBytes;
 }
 
+// Runs `issue(stream)` (a copy or fill of set-up data) on a stream of its own and waits for it, so that
+// its bytes are in place before any kernel that reads them, on whatever stream the user gives: a
+// plain cudaMemcpy from pageable memory may return while its DMA goes on, cudaMemset returns before
+// it is done, and the user's non-blocking streams wait for neither. Other streams are not waited for
+// (another communicator's kernels, perhaps waiting for this init, keep running).
+template <class Issue>
+Status onOwnStream(const char* what, Issue issue) {
+  cudaStream_t own = nullptr;
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking)));
+  cudaError_t err = issue(own);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(own);
+  cudaStreamDestroy(own);
+  return cudaCheck(what, err);
+}
+
+// Copies `bytes` of host memory to the device, in place before any kernel (onOwnStream).
+Status copyToDevice(void* dst, const void* src, size_t bytes, const char* what) {
+  return onOwnStream(what, [&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s); });
+}
+
 // Maps the shared-memory segment `name` (creating it with `bytes` when `create`), registers it with
 // CUDA as mapped memory, and returns its device address.
 Status mapHostArena(const std::string& name, size_t bytes, bool create, std::vector<std::pair<void*, size_t>>* maps,
@@ -203,16 +223,11 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
     BRAID_RETURN_IF_ERROR(mapHostArena(name, bytes, true, &s->hostMaps, &s->arena));  // zeroed by ftruncate
   } else {
     BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc (connection buffers)", cudaMalloc(&s->arena, bytes)));
-    // Zeroed before any peer can learn the address: on a stream of its own, waited for here, so that
-    // neither other streams' kernels (another communicator's, perhaps waiting for this init) are
-    // waited for nor a late memset erases a peer's first lines or flags.
-    cudaStream_t zero = nullptr;
-    BRAID_RETURN_IF_ERROR(
-        cudaCheck("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&zero, cudaStreamNonBlocking)));
-    cudaError_t err = cudaMemsetAsync(s->arena, 0, bytes, zero);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(zero);
-    cudaStreamDestroy(zero);
-    BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemsetAsync (connection buffers)", err));
+    // Zeroed before any peer can learn the address, so that no late memset erases a peer's first
+    // lines or flags.
+    char* arena = s->arena;
+    BRAID_RETURN_IF_ERROR(onOwnStream("cudaMemsetAsync (connection buffers)",
+                                      [&](cudaStream_t z) { return cudaMemsetAsync(arena, 0, bytes, z); }));
   }
   BRAID_RETURN_IF_ERROR(
       cudaCheck("cudaHostAlloc (abort flag)", cudaHostAlloc(&s->abortHost, sizeof(int), cudaHostAllocMapped)));
@@ -224,8 +239,8 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->joined, cudaEventDisableTiming)));
   const int n = options.nranks;
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->ringOrder, sizeof(int) * n)));
-  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemcpy", cudaMemcpy(s->ringOrder, options.geometry.ringOrder.data(),
-                                                           sizeof(int) * n, cudaMemcpyHostToDevice)));
+  BRAID_RETURN_IF_ERROR(
+      copyToDevice(s->ringOrder, options.geometry.ringOrder.data(), sizeof(int) * n, "cudaMemcpyAsync (ring order)"));
   BRAID_INFO(log::Subsys::kInit, "GPU connection buffers: ", bytes >> 20, " MiB for ", options.channels,
              " channel(s), every algorithm on the first ", options.fullChannels);
   out->reset(new CudaEngine(std::move(s)));
@@ -344,8 +359,8 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
     s.oneShot.channels = s.o.oneShotChannels;
   }
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s.table, table.size() * sizeof(PeerConn))));
-  BRAID_RETURN_IF_ERROR(cudaCheck(
-      "cudaMemcpy", cudaMemcpy(s.table, table.data(), table.size() * sizeof(PeerConn), cudaMemcpyHostToDevice)));
+  BRAID_RETURN_IF_ERROR(
+      copyToDevice(s.table, table.data(), table.size() * sizeof(PeerConn), "cudaMemcpyAsync (connection table)"));
   if (n > 1) {
     int next = s.o.geometry.ringOrder[(s.o.geometry.posOf[me] + 1) % n];
     for (int c = 0; c < s.o.channels; ++c) {

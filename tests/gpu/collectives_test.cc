@@ -187,10 +187,9 @@ TEST_P(GpuCollectives, SendRecvAndAllToAll) {
         send.push_back(std::make_unique<DeviceBuffer>(w.devices[r], bytes * n));
         recv.push_back(std::make_unique<DeviceBuffer>(w.devices[r], bytes * n));
         shiftOut.push_back(std::make_unique<DeviceBuffer>(w.devices[r], bytes));
-        cudaSetDevice(w.devices[r]);
-        cudaMemcpy(send[r]->ptr, in[r].data(), bytes * n, cudaMemcpyHostToDevice);
-        poison(recv[r]->ptr, bytes * n);
-        poison(shiftOut[r]->ptr, bytes);
+        writeDevice(w.devices[r], send[r]->ptr, in[r].data(), bytes * n);
+        poison(w.devices[r], recv[r]->ptr, bytes * n);
+        poison(w.devices[r], shiftOut[r]->ptr, bytes);
       }
       // Ring shift: rank r sends its first block to r+1 and receives r-1's.
       ASSERT_EQ(braidGroupStart(), braidSuccess);
@@ -214,9 +213,8 @@ TEST_P(GpuCollectives, SendRecvAndAllToAll) {
       ASSERT_TRUE(w.sync()) << w.error;
       for (int r = 0; r < n; ++r) {
         std::vector<unsigned char> shift(bytes), all(bytes * n);
-        cudaSetDevice(w.devices[r]);
-        cudaMemcpy(shift.data(), shiftOut[r]->ptr, bytes, cudaMemcpyDeviceToHost);
-        cudaMemcpy(all.data(), recv[r]->ptr, bytes * n, cudaMemcpyDeviceToHost);
+        readDevice(w.devices[r], shift.data(), shiftOut[r]->ptr, bytes);
+        readDevice(w.devices[r], all.data(), recv[r]->ptr, bytes * n);
         const std::vector<unsigned char>& from = in[(r + n - 1) % n];
         EXPECT_TRUE(std::equal(shift.begin(), shift.end(), from.begin()))
             << "shift into rank " << r << " count " << count;

@@ -34,13 +34,8 @@ inline const char* collName(Coll c) {
 
 inline constexpr unsigned char kPoison = 0xA5;  // no input or result of these tests has this byte pattern
 
-/// Fills `bytes` at `p` (memory of the current device) with kPoison and waits: cudaMemset runs on the
-/// legacy stream, which the tests' non-blocking streams do not wait for, so a memset still in flight
-/// could overwrite a result.
-inline void poison(void* p, size_t bytes) {
-  cudaMemset(p, kPoison, bytes);
-  cudaDeviceSynchronize();
-}
+/// Fills `bytes` at `p` (memory of `device`) with kPoison, in place before the next call is issued.
+inline void poison(int device, void* p, size_t bytes) { fillDevice(device, p, kPoison, bytes); }
 
 // Element i of rank r's input, stored as `type`.
 inline void fillInput(std::vector<unsigned char>* buf, size_t count, braidDataType_t type, int r, int salt) {
@@ -138,10 +133,9 @@ struct CaseBuffers {
         recvBufs.push_back(std::make_unique<DeviceBuffer>(w.devices[r], pad + outBytes));
         rb = static_cast<char*>(recvBufs.back()->ptr) + pad;
       }
-      cudaSetDevice(w.devices[r]);
-      poison(c.inPlace ? static_cast<char*>(sendBufs.back()->ptr) + pad : rb,
+      poison(w.devices[r], c.inPlace ? static_cast<char*>(sendBufs.back()->ptr) + pad : rb,
              c.inPlace ? std::max(inBytes, outBytes) : outBytes);
-      cudaMemcpy(sb, in[r].data(), inBytes, cudaMemcpyHostToDevice);
+      writeDevice(w.devices[r], sb, in[r].data(), inBytes);
       send.push_back(sb);
       recv.push_back(rb);
     }
@@ -150,9 +144,8 @@ struct CaseBuffers {
     const size_t es = core::typeSize(c.type);
     for (int r = 0; r < w.size(); ++r) {
       fillInput(&in[r], inElems(c.coll, c.count, w.size()), c.type, r, c.salt);
-      cudaSetDevice(w.devices[r]);
-      if (!c.inPlace) poison(recv[r], outElems(c.coll, c.count, w.size()) * es);
-      cudaMemcpy(const_cast<void*>(send[r]), in[r].data(), in[r].size(), cudaMemcpyHostToDevice);
+      if (!c.inPlace) poison(w.devices[r], recv[r], outElems(c.coll, c.count, w.size()) * es);
+      writeDevice(w.devices[r], const_cast<void*>(send[r]), in[r].data(), in[r].size());
     }
   }
   // "" if every rank's output matches the reference, else the first difference.
@@ -163,8 +156,7 @@ struct CaseBuffers {
       std::vector<unsigned char> want = expected(c, in, r, n);
       if (want.empty()) continue;
       std::vector<unsigned char> got(want.size());
-      cudaSetDevice(w.devices[r]);
-      cudaMemcpy(got.data(), recv[r], got.size(), cudaMemcpyDeviceToHost);
+      readDevice(w.devices[r], got.data(), recv[r], got.size());
       if (got == want) continue;
       // The first wrong element, and how many are wrong where: a pattern (one line, one step, the
       // tail) points at the cause.

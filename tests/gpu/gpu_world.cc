@@ -1,5 +1,7 @@
 #include "gpu_world.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <thread>
 
@@ -78,6 +80,32 @@ bool World::sync() {
     }
   }
   return true;
+}
+
+namespace {
+
+// Waits for the legacy stream after `issued` (the copy or fill on it); a failure fails the test.
+void finish(const char* call, cudaError_t issued) {
+  cudaError_t done = issued == cudaSuccess ? cudaStreamSynchronize(cudaStreamLegacy) : issued;
+  if (done != cudaSuccess) ADD_FAILURE() << call << ": " << cudaGetErrorString(done);
+}
+
+}  // namespace
+
+void writeDevice(int device, void* dst, const void* src, size_t bytes) {
+  cudaSetDevice(device);
+  finish("cudaMemcpyAsync (to the device)", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy));
+}
+
+void readDevice(int device, void* dst, const void* src, size_t bytes) {
+  cudaSetDevice(device);
+  finish("cudaMemcpyAsync (from the device)",
+         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cudaStreamLegacy));
+}
+
+void fillDevice(int device, void* dst, unsigned char byte, size_t bytes) {
+  cudaSetDevice(device);
+  finish("cudaMemsetAsync", cudaMemsetAsync(dst, byte, bytes, cudaStreamLegacy));
 }
 
 DeviceBuffer::DeviceBuffer(int dev, size_t bytes) : device(dev) {

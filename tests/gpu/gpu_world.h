@@ -34,6 +34,17 @@ struct World {
   bool sync();
 };
 
+// Test buffers are written and read through these three alone, each in order with everything the
+// test issues after it. A cudaMemcpy from pageable host memory may return before its bytes reach
+// the device (the driver stages them and the DMA goes on), cudaMemset returns before it is done,
+// and the collectives run on non-blocking streams, which do not wait for the legacy stream: with
+// two test processes on one GPU, collectives read inputs that had not landed yet. So each helper
+// runs on the legacy stream of `device` and waits for it. A CUDA error fails the test, naming the
+// call. Reading a collective's output is the caller's to order: World::sync() first.
+void writeDevice(int device, void* dst, const void* src, size_t bytes);
+void readDevice(int device, void* dst, const void* src, size_t bytes);
+void fillDevice(int device, void* dst, unsigned char byte, size_t bytes);
+
 /// Device buffer of `bytes` on `device`, freed by the destructor.
 struct DeviceBuffer {
   void* ptr = nullptr;

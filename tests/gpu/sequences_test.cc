@@ -300,9 +300,8 @@ TEST(GpuSendRecv, UnevenMessagesAcrossRanks) {
     }
     send.push_back(std::make_unique<DeviceBuffer>(w.devices[r], sTotal));
     recv.push_back(std::make_unique<DeviceBuffer>(w.devices[r], rTotal));
-    cudaSetDevice(w.devices[r]);
-    cudaMemcpy(send[r]->ptr, host.data(), sTotal, cudaMemcpyHostToDevice);
-    poison(recv[r]->ptr, rTotal);
+    writeDevice(w.devices[r], send[r]->ptr, host.data(), sTotal);
+    poison(w.devices[r], recv[r]->ptr, rTotal);
   }
   for (int round = 0; round < 3; ++round) {
     ASSERT_EQ(braidGroupStart(), braidSuccess);
@@ -327,8 +326,7 @@ TEST(GpuSendRecv, UnevenMessagesAcrossRanks) {
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       std::vector<unsigned char> got(bytesOf(q, r));
-      cudaSetDevice(w.devices[r]);
-      cudaMemcpy(got.data(), static_cast<char*>(recv[r]->ptr) + recvOff[r][q], got.size(), cudaMemcpyDeviceToHost);
+      readDevice(w.devices[r], got.data(), static_cast<char*>(recv[r]->ptr) + recvOff[r][q], got.size());
       for (size_t i = 0; i < got.size(); ++i)
         ASSERT_EQ(got[i], byteOf(q, r, i)) << "rank " << r << " from " << q << " byte " << i;
     }
