@@ -74,24 +74,29 @@ size_t oneShotRegionBytes(const CudaEngineOptions& o) {
          device::kOneShotParities * o.nranks * (o.oneShotBytes / device::kLlDataPerLine) * device::kLlLineBytes;
 }
 
-// Runs `issue(stream)` (a copy or fill of set-up data) on a stream of its own and waits for it, so that
-// its bytes are in place before any kernel that reads them, on whatever stream the user gives: a
-// plain cudaMemcpy from pageable memory may return while its DMA goes on, cudaMemset returns before
-// it is done, and the user's non-blocking streams wait for neither. Other streams are not waited for
-// (another communicator's kernels, perhaps waiting for this init, keep running).
+// Runs `issue(setup)` (a copy or fill of set-up data) on the engine's set-up stream and waits for it,
+// so that its bytes are in place before any kernel that reads them, on whatever stream the user
+// gives: a plain cudaMemcpy from pageable memory may return while its DMA goes on, cudaMemset returns
+// before it is done, and the user's non-blocking streams wait for neither. Other streams are not
+// waited for (another communicator's kernels, perhaps waiting for this init, keep running).
+//
+// One such stream per engine, made once: CUDA hands out its few hardware queues (8 by default,
+// CUDA_DEVICE_MAX_CONNECTIONS) to streams in turn as they are made, so every stream made here moves
+// which queue the user's next stream gets. Ranks sharing a GPU whose streams land on one queue
+// serialise there, and a kernel waiting for its peer then waits forever for the kernel queued
+// behind it (three ranks on one GPU hung once in eight gpu tiers while set-up made three streams
+// per rank).
 template <class Issue>
-Status onOwnStream(const char* what, Issue issue) {
-  cudaStream_t own = nullptr;
-  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking)));
-  cudaError_t err = issue(own);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(own);
-  cudaStreamDestroy(own);
+Status onSetupStream(cudaStream_t setup, const char* what, Issue issue) {
+  cudaError_t err = issue(setup);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(setup);
   return cudaCheck(what, err);
 }
 
-// Copies `bytes` of host memory to the device, in place before any kernel (onOwnStream).
-Status copyToDevice(void* dst, const void* src, size_t bytes, const char* what) {
-  return onOwnStream(what, [&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s); });
+// Copies `bytes` of host memory to the device, in place before any kernel (onSetupStream).
+Status copyToDevice(cudaStream_t setup, void* dst, const void* src, size_t bytes, const char* what) {
+  return onSetupStream(setup, what,
+                       [&](cudaStream_t st) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st); });
 }
 
 // Maps the shared-memory segment `name` (creating it with `bytes` when `create`), registers it with
@@ -184,6 +189,7 @@ CudaEngine::~CudaEngine() {
     cudaFree(s_->arena);
   }
   if (s_->abortHost != nullptr) cudaFreeHost(s_->abortHost);
+  if (s_->setup != nullptr) cudaStreamDestroy(s_->setup);
 }
 
 int CudaEngine::channels() const { return s_->o.channels; }
@@ -215,6 +221,8 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   s->blockBytes = (s->ll128Off + ll128Bytes + 255) / 256 * 256;
   for (int r = 0; r < options.nranks; ++r) s->layouts.push_back(s->layoutOf(r));
   const size_t bytes = std::max<size_t>(s->layouts[options.rank].bytes, 256);
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamCreateWithFlags (set-up copies)",
+                                  cudaStreamCreateWithFlags(&s->setup, cudaStreamNonBlocking)));
   if (options.hostMemory) {
     char name[64];
     std::snprintf(name, sizeof(name), "/braid-gpu-%016llx-%d", static_cast<unsigned long long>(options.commKey),
@@ -226,8 +234,8 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
     // Zeroed before any peer can learn the address, so that no late memset erases a peer's first
     // lines or flags.
     char* arena = s->arena;
-    BRAID_RETURN_IF_ERROR(onOwnStream("cudaMemsetAsync (connection buffers)",
-                                      [&](cudaStream_t z) { return cudaMemsetAsync(arena, 0, bytes, z); }));
+    BRAID_RETURN_IF_ERROR(onSetupStream(s->setup, "cudaMemsetAsync (connection buffers)",
+                                        [&](cudaStream_t z) { return cudaMemsetAsync(arena, 0, bytes, z); }));
   }
   BRAID_RETURN_IF_ERROR(
       cudaCheck("cudaHostAlloc (abort flag)", cudaHostAlloc(&s->abortHost, sizeof(int), cudaHostAllocMapped)));
@@ -239,8 +247,8 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->joined, cudaEventDisableTiming)));
   const int n = options.nranks;
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->ringOrder, sizeof(int) * n)));
-  BRAID_RETURN_IF_ERROR(
-      copyToDevice(s->ringOrder, options.geometry.ringOrder.data(), sizeof(int) * n, "cudaMemcpyAsync (ring order)"));
+  BRAID_RETURN_IF_ERROR(copyToDevice(s->setup, s->ringOrder, options.geometry.ringOrder.data(), sizeof(int) * n,
+                                     "cudaMemcpyAsync (ring order)"));
   BRAID_INFO(log::Subsys::kInit, "GPU connection buffers: ", bytes >> 20, " MiB for ", options.channels,
              " channel(s), every algorithm on the first ", options.fullChannels);
   out->reset(new CudaEngine(std::move(s)));
@@ -359,8 +367,8 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
     s.oneShot.channels = s.o.oneShotChannels;
   }
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s.table, table.size() * sizeof(PeerConn))));
-  BRAID_RETURN_IF_ERROR(
-      copyToDevice(s.table, table.data(), table.size() * sizeof(PeerConn), "cudaMemcpyAsync (connection table)"));
+  BRAID_RETURN_IF_ERROR(copyToDevice(s.setup, s.table, table.data(), table.size() * sizeof(PeerConn),
+                                     "cudaMemcpyAsync (connection table)"));
   if (n > 1) {
     int next = s.o.geometry.ringOrder[(s.o.geometry.posOf[me] + 1) % n];
     for (int c = 0; c < s.o.channels; ++c) {

@@ -69,7 +69,8 @@ struct CudaEngine::State {
   cudaEvent_t lastDone = nullptr;  // the previous call's kernel, for ordering calls on other streams
   cudaEvent_t joined = nullptr;    // joins the streams of a one-shot launch's calls
   void* lastStream = nullptr;
-  std::mutex mu;  // one launch at a time
+  cudaStream_t setup = nullptr;  // set-up copies and fills (cuda_engine.cc: onSetupStream)
+  std::mutex mu;                 // one launch at a time
 
   int p2pChannels() const { return std::min(o.channels, kMaxP2pChannels); }
   // The connection ids channel c holds.
