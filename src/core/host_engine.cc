@@ -113,6 +113,36 @@ class HostEngine::Fifos : public exec::FifoResolver {
 
 namespace {
 
+// The tag of collective number `seq`: the fields every rank of it must agree on (root and op only
+// where the collective has them).
+transport::CallTag collectiveTag(const CollRequest& r, uint32_t seq) {
+  const bool rooted = r.coll == algo::Coll::kBroadcast || r.coll == algo::Coll::kReduce;
+  const bool reduces =
+      r.coll == algo::Coll::kAllReduce || r.coll == algo::Coll::kReduce || r.coll == algo::Coll::kReduceScatter;
+  transport::CallTag t;
+  t.count = r.count;
+  t.seq = seq;
+  t.root = rooted ? r.root : -1;
+  t.kind = static_cast<uint8_t>(1 + static_cast<int>(r.coll));
+  t.type = static_cast<uint8_t>(r.type);
+  t.op = reduces ? static_cast<uint8_t>(r.op) : 0;
+  return t;
+}
+
+// "broadcast #12 (1000 x float32, root 3)", "allreduce #3 (7 x int8, max)", "send/recv".
+std::string describeTag(const transport::CallTag& t) {
+  if (t.kind == exec::kP2pTagKind) return "send/recv";
+  if (t.kind == 0 || t.kind > static_cast<int>(algo::Coll::kNumColls)) return "an untagged call";
+  const auto coll = static_cast<algo::Coll>(t.kind - 1);
+  std::string s = std::string(algo::collName(coll)) + " #" + std::to_string(t.seq) + " (" + std::to_string(t.count) +
+                  " x " + typeName(static_cast<braidDataType_t>(t.type));
+  if (coll == algo::Coll::kAllReduce || coll == algo::Coll::kReduce || coll == algo::Coll::kReduceScatter) {
+    s += std::string(", ") + opName(static_cast<braidRedOp_t>(t.op));
+  }
+  if (t.root >= 0) s += ", root " + std::to_string(t.root);
+  return s + ")";
+}
+
 int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(64, param::getInt(param::Id::kChunkBytes))); }
 
@@ -269,6 +299,8 @@ Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
   host.nranks = nranks_;
   host.rank = rank_;
   host.abort = abort_;
+  host.tag.kind = exec::kP2pTagKind;
+  host.describeTag = describeTag;
   return finish(exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, *fifos_, pool_));
 }
 
@@ -287,6 +319,8 @@ Status HostEngine::run(const CollRequest& r) {
   host.nranks = nranks_;
   host.rank = rank_;
   host.abort = abort_;
+  host.tag = collectiveTag(r, ++collectives_);
+  host.describeTag = describeTag;
   return finish(exec::runHostCall(geometry_, call, host, *fifos_, pool_));
 }
 

@@ -123,7 +123,8 @@ class HostEngine {
   transport::SocketTransport sockets_;
   std::unique_ptr<Fifos> fifos_;
   exec::WorkerPool pool_;
-  std::mutex callMu_;  // one call at a time on a communicator
+  std::mutex callMu_;         // one call at a time on a communicator
+  uint32_t collectives_ = 0;  // collective calls so far (under callMu_): the number in each slot's call tag
 };
 
 }  // namespace braid::core

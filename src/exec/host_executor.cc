@@ -12,6 +12,14 @@ Status outcome(const CallFailure& failure, const HostCall& host, const char* wha
   if (!failure.failed.load()) return Status::ok();
   if (host.abort != nullptr && host.abort->load()) return invalidUsage("the communicator was aborted");
   std::string call(what);
+  if (failure.mismatchClaimed.load()) {
+    auto name = [&](const transport::CallTag& t) { return host.describeTag ? host.describeTag(t) : call; };
+    return invalidUsage("mismatched calls: rank " + std::to_string(failure.mismatchPeer) + " sent data of " +
+                        name(failure.theirs) + " to rank " + std::to_string(host.rank) + ", which is in " +
+                        name(host.tag) +
+                        " (every rank must make the same collective calls in the same order, with the same count, "
+                        "type, op and root)");
+  }
   if (failure.deadRank.load() >= 0) {
     return remoteError(call + ": rank " + std::to_string(failure.deadRank.load()) + " (process " +
                        std::to_string(failure.deadPid.load()) + ") exited during the call");

@@ -6,17 +6,27 @@
 
 namespace braid::exec {
 
-HostPrims::HostPrims(const HostCall& call, transport::HostFifo* const* recv, int nRecv,
+HostPrims::HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
                      transport::HostFifo* const* send, int nSend)
     : call_(call), nRecv_(nRecv), nSend_(nSend) {
-  for (int i = 0; i < nRecv; ++i) recv_[i] = recv[i];
+  for (int i = 0; i < nRecv; ++i) {
+    recv_[i] = recv[i];
+    recvPeer_[i] = recvPeers[i];
+  }
   for (int i = 0; i < nSend; ++i) send_[i] = send[i];
+  for (int i = 0; i < nRecv; ++i) watched_[i] = recv_[i];
+  for (int i = 0; i < nSend; ++i) watched_[nRecv + i] = send_[i];
 }
 
 bool HostPrims::takeRecv(size_t bytes, const char** slots) {
   for (int i = 0; i < nRecv_; ++i) {
     size_t got = 0;
-    slots[i] = recv_[i] == nullptr ? nullptr : recv_[i]->waitReadable(&got, call_.stop());
+    transport::CallTag theirs;
+    slots[i] = recv_[i] == nullptr ? nullptr : recv_[i]->waitReadable(&got, stepStop(), &theirs);
+    if (slots[i] != nullptr && theirs != call_.tag) {
+      failMismatch(recvPeer_[i], theirs);
+      return false;
+    }
     if (slots[i] == nullptr || got != bytes) {
       fail(recv_[i]);
       return false;
@@ -25,12 +35,37 @@ bool HostPrims::takeRecv(size_t bytes, const char** slots) {
   return true;
 }
 
+transport::StopFlags HostPrims::stepStop() const {
+  transport::StopFlags stop = call_.stop();
+  stop.watched = watched_;
+  stop.nWatched = nRecv_ + nSend_;
+  return stop;
+}
+
+void HostPrims::failMismatch(int peer, const transport::CallTag& theirs) {
+  CallFailure& f = *call_.failure;
+  bool unclaimed = false;
+  if (f.mismatchClaimed.compare_exchange_strong(unclaimed, true, std::memory_order_acq_rel)) {
+    f.mismatchPeer = peer;
+    f.theirs = theirs;
+  }
+  f.failed.store(true, std::memory_order_release);
+}
+
 void HostPrims::fail(const transport::HostFifo* fifo) {
   if (fifo != nullptr && fifo->peerDied()) {
     call_.failure->deadPid.store(fifo->peerPid());
     call_.failure->deadRank.store(fifo->peerRank());
   } else if (fifo != nullptr && fifo->closedBy() >= 0 && fifo->closedBy() != call_.rank) {
     call_.failure->stoppedBy.store(fifo->closedBy());
+  } else {
+    // Stopped by another FIFO of the step (StopFlags::watched): name the rank that closed it.
+    for (transport::HostFifo* f : watched_) {
+      if (f != nullptr && f->closedBy() >= 0 && f->closedBy() != call_.rank) {
+        call_.failure->stoppedBy.store(f->closedBy());
+        break;
+      }
+    }
   }
   call_.failure->failed.store(true, std::memory_order_release);
 }
@@ -41,7 +76,7 @@ void HostPrims::releaseRecv() {
 
 bool HostPrims::takeSend(char** slots) {
   for (int i = 0; i < nSend_; ++i) {
-    slots[i] = send_[i] == nullptr ? nullptr : send_[i]->waitWritable(call_.stop());
+    slots[i] = send_[i] == nullptr ? nullptr : send_[i]->waitWritable(stepStop());
     if (slots[i] == nullptr) {
       fail(send_[i]);
       return false;
@@ -52,7 +87,7 @@ bool HostPrims::takeSend(char** slots) {
 
 void HostPrims::publishSend(char** slots, size_t bytes) {
   for (int i = 1; i < nSend_; ++i) std::memcpy(slots[i], slots[0], bytes);
-  for (int i = 0; i < nSend_; ++i) send_[i]->publish(bytes);
+  for (int i = 0; i < nSend_; ++i) send_[i]->publish(bytes, call_.tag);
 }
 
 void HostPrims::reduceInto(char* dst, const char** slots, const char* src, size_t n, bool post) {
@@ -147,7 +182,7 @@ HostPrims HostBackend::open(const int* recvPeers, int nRecv, const int* sendPeer
   transport::HostFifo* send[algo::kMaxPeers] = {nullptr, nullptr};
   for (int i = 0; i < nRecv; ++i) recv[i] = fifos_.fifo(channel_, connId, recvPeers[i], call_.rank);
   for (int i = 0; i < nSend; ++i) send[i] = fifos_.fifo(channel_, connId, call_.rank, sendPeers[i]);
-  return HostPrims(call_, recv, nRecv, send, nSend);
+  return HostPrims(call_, recvPeers, recv, nRecv, send, nSend);
 }
 
 }  // namespace braid::exec

@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string>
 
+#include "algo/collectives.h"
 #include "algo/prims.h"
 #include "braid/braid.h"
 #include "transport/host_fifo.h"
@@ -28,7 +30,15 @@ struct CallFailure {
   std::atomic<int> deadRank{-1};  // a peer process exited
   std::atomic<long> deadPid{0};
   std::atomic<int> stoppedBy{-1};  // a peer gave up on the call and closed the connection (or its socket ended)
+  // A peer's slot carried another call's tag: the first lane to see one claims these and fills them
+  // (read once every lane has returned).
+  std::atomic<bool> mismatchClaimed{false};
+  int mismatchPeer = -1;
+  transport::CallTag theirs;
 };
+
+/// The tag kind of send/recv slots (collectives: 1 + their algo::Coll).
+constexpr uint8_t kP2pTagKind = 0xff;
 
 /// What one call's programs on one rank share.
 struct HostCall {
@@ -41,6 +51,8 @@ struct HostCall {
   int rank = 0;
   const std::atomic<bool>* abort = nullptr;  // the communicator's
   CallFailure* failure = nullptr;            // the call's: set by the lane that fails, stops the others
+  transport::CallTag tag;                    // carried in every slot this rank sends, checked in every one it reads
+  std::string (*describeTag)(const transport::CallTag&) = nullptr;  // names a tag in errors
 
   transport::StopFlags stop() const {
     return transport::StopFlags{abort, failure != nullptr ? &failure->failed : nullptr};
@@ -49,8 +61,8 @@ struct HostCall {
 
 class HostPrims {
  public:
-  HostPrims(const HostCall& call, transport::HostFifo* const* recv, int nRecv, transport::HostFifo* const* send,
-            int nSend);
+  HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
+            transport::HostFifo* const* send, int nSend);
 
   void send(size_t in, size_t n);
   void copySend(size_t in, size_t out, size_t n);
@@ -79,13 +91,19 @@ class HostPrims {
   void reduceInto(char* dst, const char** slots, const char* src, size_t n, bool post);
 
   const HostCall& call_;
+  int recvPeer_[algo::kMaxPeers] = {-1, -1};
   transport::HostFifo* recv_[algo::kMaxPeers] = {nullptr, nullptr};
   transport::HostFifo* send_[algo::kMaxPeers] = {nullptr, nullptr};
+  transport::HostFifo* watched_[2 * algo::kMaxPeers] = {};  // recv_ then send_
   int nRecv_;
   int nSend_;
   bool stopped() const { return call_.stop().raised(); }
+  // What ends this step's waits: the call's stop, or a close of any FIFO of these prims.
+  transport::StopFlags stepStop() const;
   // Records why `fifo` (may be null) ended the wait, then stops the call's other lanes.
   void fail(const transport::HostFifo* fifo);
+  // Records that rank `peer` sent a slot of the call `theirs`, then stops the call's other lanes.
+  void failMismatch(int peer, const transport::CallTag& theirs);
 };
 
 /// The Backend an algorithm runs on for one (rank, channel) of a call.

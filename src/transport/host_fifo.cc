@@ -145,21 +145,23 @@ char* HostFifo::waitWritable(const StopFlags& stop) {
   return slot(tail);
 }
 
-void HostFifo::publish(size_t bytes) {
+void HostFifo::publish(size_t bytes, const CallTag& tag) {
   uint64_t tail = block_->tail.load(std::memory_order_relaxed);
   SlotHeader* h = header(tail);
   h->size = bytes;
+  h->tag = tag;
   h->seq.store(tail + 1, std::memory_order_release);
   block_->tail.store(tail + 1, std::memory_order_release);
   notify();
 }
 
-const char* HostFifo::waitReadable(size_t* bytes, const StopFlags& stop) {
+const char* HostFifo::waitReadable(size_t* bytes, const StopFlags& stop, CallTag* tag) {
   uint64_t head = block_->head.load(std::memory_order_relaxed);
   SlotHeader* h = header(head);
   auto ready = [&] { return h->seq.load(std::memory_order_acquire) == head + 1; };
   if (!wait(ready, stop)) return nullptr;
   *bytes = h->size;
+  if (tag != nullptr) *tag = h->tag;
   return slot(head);
 }
 

@@ -42,14 +42,19 @@ class FifoObserver {
   virtual void wake() = 0;
 };
 
-/// What ends a wait early: the communicator's abort, or a failure of the call in another lane.
+class HostFifo;
+
+/// What ends a wait early: the communicator's abort, a failure of the call in another lane, or a
+/// close of another FIFO the waiting step uses (`watched`). The last spreads a failure along every
+/// connection of a step: a rank that gave up on a call closes the FIFOs it opened, and a peer
+/// waiting on one it never opened (two ranks in different calls, say) sees its other FIFO to that
+/// rank closed, and stops too. Checked between a wait's naps, not in its first spins.
 struct StopFlags {
   const std::atomic<bool>* abort = nullptr;
   const std::atomic<bool>* failed = nullptr;
-  bool raised() const {
-    return (abort != nullptr && abort->load(std::memory_order_acquire)) ||
-           (failed != nullptr && failed->load(std::memory_order_acquire));
-  }
+  HostFifo* const* watched = nullptr;
+  int nWatched = 0;
+  bool raised() const;
 };
 
 /// The shared part of a FIFO, at the start of its block; the slots follow it.
@@ -59,11 +64,33 @@ struct FifoBlock {
   alignas(64) std::atomic<int32_t> closedBy;  // 0: open; rank + 1 of the side that gave up
 };
 
+/// The call a slot belongs to, written by its sender beside the data. A receiver compares it with
+/// its own call's on every slot, so ranks in different calls (another collective, count, type, op,
+/// root, or a call skipped) fail at their first shared step naming both calls, instead of waiting
+/// forever or mixing data. All zero: untagged (a tool's or a test's FIFO); the transport only
+/// carries it, exec/host_prims gives the fields their meaning.
+struct CallTag {
+  uint64_t count = 0;  // elements of the call
+  uint32_t seq = 0;    // the communicator's collective number, from 1; 0 for send/recv
+  int32_t root = -1;   // -1 where the call has no root
+  uint8_t kind = 0;    // 0: untagged; else the kind of call
+  uint8_t type = 0;
+  uint8_t op = 0;
+  uint8_t unused = 0;
+  uint32_t reserved = 0;  // no padding: the tag crosses sockets byte for byte
+  bool operator==(const CallTag& o) const {
+    return count == o.count && seq == o.seq && root == o.root && kind == o.kind && type == o.type && op == o.op;
+  }
+  bool operator!=(const CallTag& o) const { return !(*this == o); }
+};
+
 /// The start of every slot; the data follows it.
 struct SlotHeader {
   std::atomic<uint64_t> seq;  // counter + 1 of the slot's content once published
   uint64_t size;              // bytes of data
+  CallTag tag;                // the sender's call
 };
+static_assert(sizeof(CallTag) == 24, "CallTag has no padding");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "FIFO counters must work across processes");
 
 /// True when process `pid` has exited (gone, or a zombie its parent has not reaped yet).
@@ -85,11 +112,12 @@ class HostFifo {
 
   /// Waits until a slot is free; returns it for writing (nullptr once stopped).
   char* waitWritable(const StopFlags& stop);
-  /// Publishes the slot from waitWritable with `bytes` of data.
-  void publish(size_t bytes);
+  /// Publishes the slot from waitWritable with `bytes` of data of the call `tag`.
+  void publish(size_t bytes, const CallTag& tag = CallTag{});
 
-  /// Waits until a slot holds data; returns it and its size (nullptr once stopped).
-  const char* waitReadable(size_t* bytes, const StopFlags& stop);
+  /// Waits until a slot holds data; returns it, its size and (if asked) its sender's call tag
+  /// (nullptr once stopped).
+  const char* waitReadable(size_t* bytes, const StopFlags& stop, CallTag* tag = nullptr);
   /// Frees the slot from waitReadable.
   void release();
 
@@ -103,6 +131,7 @@ class HostFifo {
   uint64_t tailCount() const { return block_->tail.load(std::memory_order_acquire); }
   char* slotAt(uint64_t counter) const { return slot(counter); }
   size_t sizeAt(uint64_t counter) const { return header(counter)->size; }
+  const CallTag& tagAt(uint64_t counter) const { return header(counter)->tag; }
   /// Set before the FIFO is used; woken by every publish, release and close.
   void setObserver(FifoObserver* observer) { observer_ = observer; }
 
@@ -146,5 +175,16 @@ class HostFifo {
   std::mutex mu_;
   std::condition_variable cv_;
 };
+
+inline bool StopFlags::raised() const {
+  if ((abort != nullptr && abort->load(std::memory_order_acquire)) ||
+      (failed != nullptr && failed->load(std::memory_order_acquire))) {
+    return true;
+  }
+  for (int i = 0; i < nWatched; ++i) {
+    if (watched[i] != nullptr && watched[i]->closedBy() >= 0) return true;
+  }
+  return false;
+}
 
 }  // namespace braid::transport

@@ -40,7 +40,8 @@ void SocketConnection::laneDone(int lane, uint64_t slots) {
   if (outgoing_) {
     while (fifo_.headCount() < all) fifo_.release();
   } else {
-    for (uint64_t t = fifo_.tailCount(); t < all; ++t) fifo_.publish(sizes_[t % fifo_.slots()]);
+    for (uint64_t t = fifo_.tailCount(); t < all; ++t)
+      fifo_.publish(sizes_[t % fifo_.slots()], tags_[t % fifo_.slots()]);
     if (fifo_.tailCount() >= endBefore_) fail();
   }
 }
@@ -51,8 +52,9 @@ void SocketConnection::endBefore(uint64_t counter) {
   if (fifo_.tailCount() >= endBefore_) fail();
 }
 
-void SocketConnection::setSlotSize(uint64_t counter, uint64_t bytes) {
+void SocketConnection::setSlotSize(uint64_t counter, uint64_t bytes, const CallTag& tag) {
   sizes_[counter % fifo_.slots()] = bytes;
+  tags_[counter % fifo_.slots()] = tag;
   sizeKnown_[counter % fifo_.slots()].store(counter + 1, std::memory_order_release);
   if (lanes() > 1) observer_->wake();  // lanes of other proxy threads may wait for it
 }
@@ -90,8 +92,9 @@ bool SocketLane::stepSend() {
   for (;;) {
     if (!active_) {
       if (slot_ >= fifo.tailCount()) return moved;
-      header_ = fifo.sizeAt(slot_);
-      pieceOf(header_, index_, connection_->lanes(), &begin_, &end_);
+      header_.size = fifo.sizeAt(slot_);
+      header_.tag = fifo.tagAt(slot_);
+      pieceOf(header_.size, index_, connection_->lanes(), &begin_, &end_);
       active_ = true;
       done_ = 0;
     }
@@ -161,15 +164,15 @@ bool SocketLane::stepRecv() {
       moved = true;
       done_ += n;
       if (headerBytes != 0 && done_ == headerBytes) {
-        if (header_ > fifo.slotBytes()) {
+        if (header_.size > fifo.slotBytes()) {
           BRAID_WARN(log::Subsys::kNet, "socket transport: rank ", connection_->peer(), " announced a slot of ",
-                     header_, " bytes, more than the ", fifo.slotBytes(),
+                     header_.size, " bytes, more than the ", fifo.slotBytes(),
                      " of this rank's FIFO (mismatched BRAID_CHUNK_BYTES?)");
           finish(true);
           return true;
         }
-        connection_->setSlotSize(slot_, header_);
-        pieceOf(header_, index_, connection_->lanes(), &begin_, &end_);
+        connection_->setSlotSize(slot_, header_.size, header_.tag);
+        pieceOf(header_.size, index_, connection_->lanes(), &begin_, &end_);
       }
     }
     active_ = false;

@@ -9,7 +9,8 @@
 //
 // Each side's algorithm sees an ordinary HostFifo on its own heap; proxy threads move the slots.
 // A slot of B bytes is cut into pieces of at least kMinPieceBytes, piece i going on socket i (so a
-// small slot uses lane 0 only and costs one send). Lane 0 sends the slot's size ahead of its piece;
+// small slot uses lane 0 only and costs one send). Lane 0 sends the slot's size and its sender's
+// call tag (host_fifo.h) ahead of its piece;
 // the receiver's other lanes learn it from lane 0, so every lane knows its piece. Each lane works
 // through the slots in order on its own; slot k is released (sender) or published (receiver) once
 // every lane has finished it. Flow control is TCP's: a receiving lane reads only into a free slot.
@@ -35,6 +36,12 @@ namespace braid::transport {
 constexpr int kMaxSocketsPerConnection = 64;
 constexpr size_t kMinPieceBytes = 64 * 1024;
 
+/// What lane 0 sends ahead of its piece of a slot.
+struct SlotWireHeader {
+  uint64_t size = 0;
+  CallTag tag;
+};
+
 /// The byte range [begin, end) of lane `lane` of `lanes` in a slot of `bytes`.
 void pieceOf(size_t bytes, int lane, int lanes, size_t* begin, size_t* end);
 
@@ -56,8 +63,8 @@ class SocketConnection {
   /// the slots that every lane has finished.
   void laneDone(int lane, uint64_t slots);
 
-  /// Incoming: lane 0 read the size of slot `counter`; the other lanes wait for it.
-  void setSlotSize(uint64_t counter, uint64_t bytes);
+  /// Incoming: lane 0 read the size (and call tag) of slot `counter`; the other lanes wait for it.
+  void setSlotSize(uint64_t counter, uint64_t bytes, const CallTag& tag);
   /// Incoming: the size of slot `counter` once lane 0 read it.
   bool slotSize(uint64_t counter, uint64_t* bytes) const;
 
@@ -77,6 +84,7 @@ class SocketConnection {
   std::atomic<int> lanes_;
   std::atomic<uint64_t> laneDone_[kMaxSocketsPerConnection] = {};
   uint64_t sizes_[kMaxSteps] = {};
+  CallTag tags_[kMaxSteps] = {};
   std::atomic<uint64_t> sizeKnown_[kMaxSteps] = {};  // counter + 1 of the slot whose size is in sizes_
   uint64_t endBefore_ = UINT64_MAX;                  // guarded by mu_
   std::mutex mu_;                                    // releases / publishes in order
@@ -108,11 +116,11 @@ class SocketLane {
   std::shared_ptr<SocketConnection> connection_;
   const int index_;
   net::Socket socket_;
-  uint64_t slot_ = 0;    // FIFO counter of the slot in progress (or next)
-  bool active_ = false;  // slot_ is in progress
-  size_t done_ = 0;      // bytes of header + piece moved for slot_
-  uint64_t header_ = 0;  // lane 0: the slot's size, as sent or received
-  size_t begin_ = 0;     // this lane's piece of slot_
+  uint64_t slot_ = 0;      // FIFO counter of the slot in progress (or next)
+  bool active_ = false;    // slot_ is in progress
+  size_t done_ = 0;        // bytes of header + piece moved for slot_
+  SlotWireHeader header_;  // lane 0: the slot's size and call tag, as sent or received
+  size_t begin_ = 0;       // this lane's piece of slot_
   size_t end_ = 0;
   bool finished_ = false;
 };

@@ -249,6 +249,33 @@ TEST(ExitRace, ASenderThatLeftAtOnceIsStillHeard) {
   }
 }
 
+// Mismatched calls across processes (issue 17): the last rank sums where the others take the max,
+// or reduces int32 where they reduce float32. Over shared memory, sockets and two pretended hosts,
+// no rank returns success (with mixed data), none hangs, and a rank names the mismatch.
+class Mismatched : public ::testing::TestWithParam<int> {};
+
+TEST_P(Mismatched, CallsFailNamingBothInsteadOfMixingData) {
+  const TransportCase& t = kTransports[GetParam()];
+  for (const char* what : {"op", "type"}) {
+    for (int n : {2, 3}) {
+      SCOPED_TRACE(std::string(what) + " " + std::to_string(n) + " ranks");
+      std::vector<Report> reports =
+          runRanks(n, allRanks(n), "mismatch",
+                   withEnv(t.env, {"BRAID_DEVICE=cpu", ("BRAID_TEST_MISMATCH=" + std::string(what)).c_str()}));
+      ASSERT_EQ(reports.size(), static_cast<size_t>(n));
+      bool named = false;
+      for (const Report& r : reports) {
+        EXPECT_NE(r.code, braidSuccess) << r.describe();
+        named = named || r.msg.find("mismatched calls: rank") != std::string::npos;
+      }
+      EXPECT_TRUE(named) << reports[0].describe();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Mismatched, ::testing::Range(0, 3),
+                         [](const auto& p) { return std::string(kTransports[p.param].name); });
+
 // BRAID_TOPO_DUMP_FILE: the ranks gather their hosts' topologies through the bootstrap and rank 0
 // writes one file with every host once (here 3 ranks on two pretended hosts).
 TEST(Topology, DumpHoldsEveryHostOnce) {

@@ -14,6 +14,9 @@
 //                           every rank has exited, that none is left. BRAID_TEST_LARGE=1
 //                           adds a 4 MB all-reduce (many full FIFO slots); BRAID_TEST_HOSTS=k makes
 //                           rank r claim host r % k (BRAID_HOSTID), so ranks mix shm and sockets
+//   braid_mp_worker mismatch  init from the id (host memory), one all-reduce of 1000 elements in which
+//                           the last rank differs by BRAID_TEST_MISMATCH: "op" (max, not sum) or
+//                           "type" (int32, not float32); reports what the call returned
 //   braid_mp_worker exitrace  init from the id (host memory); rank 0 sends a small message to every
 //                           other rank, destroys its communicator and exits at once; the others
 //                           wait BRAID_TEST_DELAY_MS first, then receive it and check it (the
@@ -242,7 +245,7 @@ int main(int argc, char** argv) {
   if (scenario == "env") {
     r = braidCommInitFromEnv(&comm, nullptr);
   } else if (scenario == "id" || scenario == "split" || scenario == "die" || scenario == "coll" ||
-             scenario == "killcoll" || scenario == "exitrace") {
+             scenario == "killcoll" || scenario == "exitrace" || scenario == "mismatch") {
     braidUniqueId id;
     const char* hex = std::getenv("BRAID_TEST_ID");
     if (hex == nullptr || !braid::test::fromHex(hex, &id, sizeof(id))) {
@@ -250,7 +253,7 @@ int main(int argc, char** argv) {
     }
     r = braidCommInitRank(&comm, nranks, id, rank);
   } else {
-    std::fprintf(stderr, "usage: %s id|env|split|die|coll|killcoll|exitrace\n", argv[0]);
+    std::fprintf(stderr, "usage: %s id|env|split|die|coll|killcoll|exitrace|mismatch\n", argv[0]);
     return 2;
   }
   int64_t end = nowNs();
@@ -266,6 +269,17 @@ int main(int argc, char** argv) {
     s = scenario == "coll" ? collectives(comm, rank, nranks) : exitRace(comm, rank, nranks);
     braidCommDestroy(comm);
     return report(rank, nranks, fromStatus(s), start, end, s.isOk() ? "ok" : s.message());
+  }
+  if (scenario == "mismatch") {
+    const bool odd = rank == nranks - 1;
+    const std::string what = std::getenv("BRAID_TEST_MISMATCH") != nullptr ? std::getenv("BRAID_TEST_MISMATCH") : "";
+    std::vector<float> data(1000, 1.0f);
+    braidRedOp_t op = odd && what == "op" ? braidMax : braidSum;
+    braidDataType_t type = odd && what == "type" ? braidInt32 : braidFloat32;
+    braidResult_t rc = braidAllReduce(data.data(), data.data(), data.size(), type, op, comm, nullptr);
+    std::string msg = rc == braidSuccess ? "ok" : braidGetLastError();
+    braidCommDestroy(comm);
+    return report(rank, nranks, rc, start, end, msg);
   }
   if (scenario == "killcoll") {
     uint64_t key = keyOf(comm);
