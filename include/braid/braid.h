@@ -56,7 +56,10 @@ typedef enum {
   braidBfloat16 = 9,    /**< bfloat16: 8 exponent bits, 7 mantissa bits. */
   braidFloat8e4m3 = 10, /**< fp8 E4M3 (finite, no infinities). */
   braidFloat8e5m2 = 11, /**< fp8 E5M2. */
-  braidNumTypes = 12
+  braidNumTypes = 12,
+  /** Not a type. Makes every int a value of this enum in C++ too, so that braid can check (and
+      refuse) any int a caller passes; the enum stays the size of an int. */
+  braidDataTypeAnyInt = -2147483647 - 1
 } braidDataType_t;
 
 /** Reduction operations. The values equal NCCL's ncclRedOp_t. */
@@ -66,7 +69,8 @@ typedef enum {
   braidMax = 2,
   braidMin = 3,
   braidAvg = 4, /**< Sum divided by the number of ranks. */
-  braidNumOps = 5
+  braidNumOps = 5,
+  braidRedOpAnyInt = -2147483647 - 1 /**< Not an op (see braidDataTypeAnyInt). */
 } braidRedOp_t;
 
 /** Which memory a communicator works on. */

@@ -416,9 +416,12 @@ Status Comm::finalize() {
 
 void Comm::abort() {
   abortFlag_.store(true, std::memory_order_release);
-  // Peers waiting on this rank stop too. (During a non-blocking init host_ may not exist yet; the
-  // flag alone stops this rank's waits then.)
-  if (host_ != nullptr && state() != State::kInitializing) host_->closeConnections();
+  // While a non-blocking init runs, its thread is still making host_ and gpu_: the flag alone stops
+  // this rank's waits then. Once init has ended, its state store (release) has published them.
+  // (Reading host_ first raced with init's assignment: ThreadSanitizer, Comm.AbortStopsAnInit...)
+  if (state() == State::kInitializing) return;
+  // Peers waiting on this rank stop too.
+  if (host_ != nullptr) host_->closeConnections();
   if (gpu_ != nullptr) gpu_->abort();
 }
 

@@ -33,7 +33,7 @@ class Waker {
  private:
   int fd_ = -1;
   Status status_;
-  std::atomic<bool> sleeping_{false};
+  std::atomic<int> sleeping_{0};  // 1 between prepareSleep and endSleep
 };
 
 }  // namespace braid::transport

@@ -13,12 +13,14 @@ bool DecisionCache::find(algo::Coll coll, size_t bytes, Decision* out) const {
   const Entry& e = entries_[indexOf(coll, bytes)];
   uint32_t before = e.seq.load(std::memory_order_acquire);
   if ((before & 1) != 0) return false;
-  uint32_t c = e.coll.load(std::memory_order_relaxed);
-  uint64_t b = e.bytes.load(std::memory_order_relaxed);
-  uint64_t choice = e.choice.load(std::memory_order_relaxed);
-  uint64_t chunk = e.chunkBytes.load(std::memory_order_relaxed);
-  double us = e.predictedUs.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // Acquire loads: the second look at seq cannot move above them, and one that reads a writer's
+  // field sees that writer's odd seq (no standalone fence, which ThreadSanitizer cannot follow;
+  // on x86 these are plain loads).
+  uint32_t c = e.coll.load(std::memory_order_acquire);
+  uint64_t b = e.bytes.load(std::memory_order_acquire);
+  uint64_t choice = e.choice.load(std::memory_order_acquire);
+  uint64_t chunk = e.chunkBytes.load(std::memory_order_acquire);
+  double us = e.predictedUs.load(std::memory_order_acquire);
   if (e.seq.load(std::memory_order_relaxed) != before) return false;
   if (c != static_cast<uint32_t>(coll) + 1 || b != bytes) return false;
   out->algo = static_cast<algo::Algo>(choice & 0xff);
@@ -35,14 +37,14 @@ void DecisionCache::store(algo::Coll coll, size_t bytes, const Decision& d) {
   Entry& e = entries_[indexOf(coll, bytes)];
   uint32_t s = e.seq.load(std::memory_order_relaxed);
   if ((s & 1) != 0 || !e.seq.compare_exchange_strong(s, s + 1, std::memory_order_acquire)) return;
-  std::atomic_thread_fence(std::memory_order_release);
-  e.coll.store(static_cast<uint32_t>(coll) + 1, std::memory_order_relaxed);
-  e.bytes.store(bytes, std::memory_order_relaxed);
+  // Release stores: a reader that sees one of them sees the odd seq before it.
+  e.coll.store(static_cast<uint32_t>(coll) + 1, std::memory_order_release);
+  e.bytes.store(bytes, std::memory_order_release);
   e.choice.store(
       static_cast<uint64_t>(d.algo) | static_cast<uint64_t>(d.proto) << 8 | static_cast<uint64_t>(d.channels) << 16,
-      std::memory_order_relaxed);
-  e.chunkBytes.store(d.chunkBytes, std::memory_order_relaxed);
-  e.predictedUs.store(d.predictedUs, std::memory_order_relaxed);
+      std::memory_order_release);
+  e.chunkBytes.store(d.chunkBytes, std::memory_order_release);
+  e.predictedUs.store(d.predictedUs, std::memory_order_release);
   e.seq.store(s + 2, std::memory_order_release);
 }
 
