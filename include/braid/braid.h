@@ -39,7 +39,8 @@ typedef enum {
   braidRemoteError = 6,        /**< Another rank failed or went away. */
   braidInProgress = 7,         /**< A non-blocking operation has not finished yet. */
   braidTimeout = 8,            /**< A wait passed its deadline; the message names who did not answer. */
-  braidNumResults = 9
+  braidNumResults = 9,
+  braidResultAnyInt = -2147483647 - 1 /**< Not a result (see braidDataTypeAnyInt). */
 } braidResult_t;
 
 /** Element types. The values equal NCCL's ncclDataType_t. */
@@ -75,9 +76,10 @@ typedef enum {
 
 /** Which memory a communicator works on. */
 typedef enum {
-  braidDeviceAuto = 0, /**< CUDA when a GPU is present (and BRAID_DEVICE is not "cpu"), else host. */
-  braidDeviceHost = 1, /**< Host memory; calls complete before they return. */
-  braidDeviceCuda = 2  /**< The current CUDA device; calls are asynchronous on the given stream. */
+  braidDeviceAuto = 0,                    /**< CUDA when a GPU is present (and BRAID_DEVICE is not "cpu"), else host. */
+  braidDeviceHost = 1,                    /**< Host memory; calls complete before they return. */
+  braidDeviceCuda = 2,                    /**< The current CUDA device; calls are asynchronous on the given stream. */
+  braidDeviceKindAnyInt = -2147483647 - 1 /**< Not a kind (see braidDataTypeAnyInt). */
 } braidDeviceKind_t;
 
 /** A communicator: one rank's handle on a group of ranks. */

@@ -166,7 +166,8 @@ bool connectedToItself(int fd) {
          SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&peer), peerLength, &b).isOk() && a == b;
 }
 
-Status Socket::connect(const SocketAddress& to, const std::string& peer, const Deadline& deadline, Socket* out) {
+Status Socket::connect(const SocketAddress& to, const std::string& peer, const Deadline& deadline, Socket* out,
+                       bool retryRefused) {
   int backoffMs = 1;
   int lastError = 0;
   for (int attempt = 1;; ++attempt) {
@@ -193,6 +194,11 @@ Status Socket::connect(const SocketAddress& to, const std::string& peer, const D
     if (err == 0) {
       *out = std::move(s);
       return Status::ok();
+    }
+    if (err == ECONNREFUSED && !retryRefused) {
+      return Status(Code::kRemoteError, "connect to " + peer +
+                                            " refused: nothing listens there any more (it exited, or destroyed or "
+                                            "aborted its communicator)");
     }
     if (!retryConnect(err)) return errnoError("connect to " + peer, err);
     if (attempt == 1 || attempt % 50 == 0) {

@@ -102,7 +102,10 @@ class Socket {
 
   /// Connects to `to` (TCP_NODELAY), retrying while it is refused or times out (the peer may not
   /// be listening yet) until `deadline`. `peer` describes it in errors ("the bootstrap root ...").
-  static Status connect(const SocketAddress& to, const std::string& peer, const Deadline& deadline, Socket* out);
+  /// With `retryRefused` false a refused connection is an error at once: for a listener known to be
+  /// open already (a peer's socket transport after init), a refusal means its owner is gone.
+  static Status connect(const SocketAddress& to, const std::string& peer, const Deadline& deadline, Socket* out,
+                        bool retryRefused = true);
 
   /// One non-blocking step: `*done` bytes moved (0 when it would block). A closed connection or a
   /// reset is a remoteError naming the peer.

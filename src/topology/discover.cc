@@ -227,8 +227,7 @@ struct NvmlPciInfo {
 };
 using NvmlDevice = void*;
 constexpr int kNvmlMaxLinks = 18;
-constexpr int kNvmlRemoteGpu = 0;     // NVML_NVLINK_DEVICE_TYPE_GPU
-constexpr int kNvmlRemoteSwitch = 2;  // NVML_NVLINK_DEVICE_TYPE_SWITCH
+constexpr int kNvmlRemoteGpu = 0;  // NVML_NVLINK_DEVICE_TYPE_GPU (a far end of another type, 2, is an NVSwitch)
 constexpr int kNvmlRemoteUnknown = 0xff;
 constexpr int kNvmlP2pNvLink = 2;  // NVML_P2P_CAPS_INDEX_NVLINK; status 0 is NVML_P2P_STATUS_OK
 

@@ -25,6 +25,17 @@ std::string describe(const SocketHello& h) {
 
 }  // namespace
 
+std::string checkSocketHello(const SocketHello& h, uint64_t commKey, int rank, int nranks) {
+  if (h.magic != kHelloMagic) return "not a braid socket-transport hello";
+  if (h.commKey != commKey) return "for another communicator";
+  if (h.dst != rank || h.src < 0 || h.src >= nranks || h.src == rank) return "ranks out of range (" + describe(h) + ")";
+  if (h.channel < 0 || h.channel >= kMaxChannelsOrConns || h.connId < 0 || h.connId >= kMaxChannelsOrConns ||
+      h.lanes < 1 || h.lanes > kMaxSocketsPerConnection || h.index < 0 || h.index >= h.lanes) {
+    return "fields out of range (" + describe(h) + ")";
+  }
+  return "";
+}
+
 // One proxy thread and the lanes it drives.
 struct SocketTransport::Proxy {
   Waker waker;
@@ -180,7 +191,8 @@ Status SocketTransport::connection(int channel, int connId, int src, int dst, Ho
   std::vector<net::Socket> sockets(lanes);
   for (int i = 0; i < lanes; ++i) {
     SocketHello hello{kHelloMagic, commKey_, src, dst, channel, connId, i, lanes};
-    BRAID_RETURN_IF_ERROR(net::Socket::connect(peers_[dst], who, deadline, &sockets[i]));
+    // The peer's listener opened before its address was exchanged: a refusal means it is gone.
+    BRAID_RETURN_IF_ERROR(net::Socket::connect(peers_[dst], who, deadline, &sockets[i], false));
     BRAID_RETURN_IF_ERROR(sockets[i].sendAll(&hello, sizeof(hello), deadline));
   }
   auto connection = findOrMake(key, true, lanes);
@@ -239,17 +251,7 @@ bool SocketTransport::readHello(Pending& p) {
   p.got += n;
   if (p.got < sizeof(p.hello)) return false;
   const SocketHello& h = p.hello;
-  std::string wrong;
-  if (h.magic != kHelloMagic) {
-    wrong = "not a braid socket-transport hello";
-  } else if (h.commKey != commKey_) {
-    wrong = "for another communicator";
-  } else if (h.dst != rank_ || h.src < 0 || h.src >= nranks_ || h.src == rank_) {
-    wrong = "ranks out of range (" + describe(h) + ")";
-  } else if (h.channel < 0 || h.channel >= kMaxChannelsOrConns || h.connId < 0 || h.connId >= kMaxChannelsOrConns ||
-             h.lanes < 1 || h.lanes > kMaxSocketsPerConnection || h.index < 0 || h.index >= h.lanes) {
-    wrong = "fields out of range (" + describe(h) + ")";
-  }
+  const std::string wrong = checkSocketHello(h, commKey_, rank_, nranks_);
   if (!wrong.empty()) {
     BRAID_WARN(log::Subsys::kNet, "socket transport: dropped a connection from ", p.socket.peer(), ": ", wrong);
     return true;

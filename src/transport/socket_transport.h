@@ -46,6 +46,9 @@ struct SocketHello {
   int32_t src, dst, channel, connId, index, lanes;
 };
 
+/// What is wrong with a hello that arrived at rank `rank` of communicator `commKey` ("" if nothing).
+std::string checkSocketHello(const SocketHello& hello, uint64_t commKey, int rank, int nranks);
+
 class SocketTransport : public FifoObserver {
  public:
   SocketTransport(uint64_t commKey, int rank, int nranks, SocketOptions options, const std::atomic<bool>* abort);

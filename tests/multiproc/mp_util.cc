@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -46,7 +47,14 @@ std::vector<Report> parseReports(const std::vector<ProcResult>& results) {
   std::vector<Report> out;
   for (const ProcResult& p : results) {
     std::vector<Report> got = parseOutput(p.output);
-    if (!got.empty()) out.push_back(got.back());
+    if (!got.empty()) {
+      out.push_back(got.back());
+      continue;
+    }
+    // A rank that never reported (hung until the harness killed it, or crashed): its output is the
+    // only trace of where it stopped, so it goes to the test's log.
+    std::fprintf(stderr, "a worker printed no RESULT line (exit code %d, signal %d%s); its output:\n%s\n", p.exitCode,
+                 p.signal, p.timedOut ? ", killed at the deadline" : "", p.output.c_str());
   }
   return out;
 }
