@@ -42,6 +42,11 @@ Status readPerfJson(const std::string& text, const std::string& collective, std:
         !numberAfter(line, "time_us", oop, &p.us)) {
       return invalidArgument("braid-perf JSON line " + std::to_string(lineNo) + ": no bytes, ranks or time_us");
     }
+    // (A rank count outside int's range was undefined behaviour here: found by fuzz_tune_file.)
+    if (!(n >= 1 && n <= 1 << 24) || n != static_cast<double>(static_cast<int>(n))) {
+      return invalidArgument("braid-perf JSON line " + std::to_string(lineNo) + ": ranks " + std::to_string(n) +
+                             " is not a rank count");
+    }
     if (p.us > 0) out->push_back(p);
     *ranks = static_cast<int>(n);
   }

@@ -365,6 +365,20 @@ TEST(TuneFit, ReadsBraidPerfJson) {
       readPerfJson("[\n  {\"collective\": \"allreduce\", \"bytes\": 8}\n]", "allreduce", &points, &ranks).isOk());
 }
 
+// Found by fuzz_tune_file (a rank count of 2.2e47, cast to int: undefined behaviour): a rank count
+// that is not a positive int of sane size is an error naming the line.
+TEST(TuneFit, PerfJsonRankCountsOutOfRangeAreErrors) {
+  std::vector<Point> points;
+  int ranks = 0;
+  for (const char* value : {"222222222222222222222222222222222222222222222222", "-3", "0", "2.5", "1e300"}) {
+    std::string line = std::string("{\"collective\": \"allreduce\", \"bytes\": 8, \"ranks\": ") + value +
+                       ", \"out_of_place\": {\"time_us\": 1.1}}";
+    Status s = readPerfJson("[\n  " + line + ",\n  " + line + "\n]", "allreduce", &points, &ranks);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << value;
+    EXPECT_NE(s.message().find("is not a rank count"), std::string::npos) << s.message();
+  }
+}
+
 TEST(TuneFit, TuneFilesRoundTripAndApply) {
   TuneFile f;
   f.hopUs = 0.46;
