@@ -124,7 +124,8 @@ ShmFifoSegment::~ShmFifoSegment() {
   if (unlink && base_ != nullptr) {
     auto* header = static_cast<SegmentHeader*>(base_);
     const bool peerAttached = header->attached.load(std::memory_order_acquire) >= 2;  // it unlinked the name
-    const bool unread = sender_ && fifo_ != nullptr && fifo_->tailCount() > fifo_->headCount();
+    // Only a call that went well leaves slots worth keeping: a closed FIFO's are never read.
+    const bool unread = sender_ && fifo_ != nullptr && fifo_->closedBy() < 0 && fifo_->tailCount() > fifo_->headCount();
     unlink = !peerAttached && !(unread && !processGone(peerPid_));
   }
   fifo_.reset();

@@ -10,7 +10,8 @@
 // unmap it or die.
 //
 // A name whose peer never attached is unlinked by the destructor, but for one case: a sender whose
-// published slots nobody has read yet while the receiver still lives. A sender may finish its part
+// published slots nobody has read yet while the receiver still lives (and the FIFO is not closed:
+// a failed call's slots are never read). A sender may finish its part
 // of a call (its slots fit the FIFO), destroy its communicator and exit before the receiver has even
 // looked; unlinking then would leave the receiver to create a fresh, empty segment under the same
 // name and wait for data that is gone (it saw "rank N exited during the call"). So the sender leaves

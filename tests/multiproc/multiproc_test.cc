@@ -251,7 +251,8 @@ TEST(ExitRace, ASenderThatLeftAtOnceIsStillHeard) {
 
 // Mismatched calls across processes (issue 17): the last rank sums where the others take the max,
 // or reduces int32 where they reduce float32. Over shared memory, sockets and two pretended hosts,
-// no rank returns success (with mixed data), none hangs, and a rank names the mismatch.
+// no rank returns success (with mixed data), none hangs, a rank names the mismatch, and no segment
+// is left once all have exited.
 class Mismatched : public ::testing::TestWithParam<int> {};
 
 TEST_P(Mismatched, CallsFailNamingBothInsteadOfMixingData) {
@@ -269,6 +270,7 @@ TEST_P(Mismatched, CallsFailNamingBothInsteadOfMixingData) {
         named = named || r.msg.find("mismatched calls: rank") != std::string::npos;
       }
       EXPECT_TRUE(named) << reports[0].describe();
+      EXPECT_EQ(leftoverSegments(reports), "");
     }
   }
 }

@@ -271,6 +271,7 @@ int main(int argc, char** argv) {
     return report(rank, nranks, fromStatus(s), start, end, s.isOk() ? "ok" : s.message());
   }
   if (scenario == "mismatch") {
+    std::printf("SHM_PREFIX %s\n", shmPrefix(keyOf(comm)).c_str());
     const bool odd = rank == nranks - 1;
     const std::string what = std::getenv("BRAID_TEST_MISMATCH") != nullptr ? std::getenv("BRAID_TEST_MISMATCH") : "";
     std::vector<float> data(1000, 1.0f);

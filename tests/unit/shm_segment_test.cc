@@ -102,7 +102,8 @@ TEST(ShmSegment, UnreadSlotsOfADepartedSenderStayReadable) {
   EXPECT_STREQ(got, "late");
 }
 
-// ... but not for a receiver that is gone, nor once the slots were read, nor for a receiver's side.
+// ... but not for a receiver that is gone, nor once the slots were read, nor after the sender's call
+// failed, nor for a receiver's side.
 TEST(ShmSegment, NameGoesWhenNobodyCanReadIt) {
   std::string deadReceiver = uniqueName(6), readAll = uniqueName(7), receiverSide = uniqueName(8);
   std::unique_ptr<ShmFifoSegment> a, b;
@@ -122,6 +123,15 @@ TEST(ShmSegment, NameGoesWhenNobodyCanReadIt) {
   a.reset();
   b.reset();
   EXPECT_FALSE(nameExists(readAll));
+
+  // A sender whose call failed (it closed the FIFO): its slots will never be read.
+  const std::string closedName = uniqueName(9);
+  ASSERT_TRUE(ShmFifoSegment::attach(closedName, side(4, 64, 1), &a).isOk());
+  a->fifo().waitWritable(StopFlags{});
+  a->fifo().publish(1);
+  a->fifo().close(0);
+  a.reset();
+  EXPECT_FALSE(nameExists(closedName));
 
   ShmFifoOptions o = side(4, 64, 1);
   o.sender = false;  // a receiver whose FIFO somehow holds data: it will read no more
