@@ -31,12 +31,17 @@ bool usable(const InterfaceAddress& c, int family) {
   return c.up && (family == AF_UNSPEC || c.address.family() == family) && !isLinkLocalV6(c.address);
 }
 
+// Every usable candidate that `keep` accepts, the first address of each interface name.
 template <class Keep>
-const InterfaceAddress* firstWhere(const std::vector<InterfaceAddress>& candidates, int family, Keep keep) {
+std::vector<InterfaceAddress> allWhere(const std::vector<InterfaceAddress>& candidates, int family, Keep keep) {
+  std::vector<InterfaceAddress> out;
   for (const InterfaceAddress& c : candidates) {
-    if (usable(c, family) && keep(c)) return &c;
+    if (!usable(c, family) || !keep(c)) continue;
+    bool seen = false;
+    for (const InterfaceAddress& o : out) seen = seen || o.name == c.name;
+    if (!seen) out.push_back(c);
   }
-  return nullptr;
+  return out;
 }
 
 // "lo (127.0.0.1, ::1, up, loopback), eth0 (192.0.2.2, down)"
@@ -91,23 +96,28 @@ bool ifnameMatches(const IfnameFilter& filter, const std::string& name) {
   return filter.exclude ? !listed : listed;
 }
 
-Status selectInterface(const std::vector<InterfaceAddress>& candidates, const std::string& ifname, int family,
-                       InterfaceAddress* out) {
-  const InterfaceAddress* pick = nullptr;
+std::vector<InterfaceAddress> selectInterfaces(const std::vector<InterfaceAddress>& candidates,
+                                               const std::string& ifname, int family) {
   if (!ifname.empty()) {
     IfnameFilter filter = parseIfnameFilter(ifname);
-    pick = firstWhere(candidates, family, [&](const InterfaceAddress& c) { return ifnameMatches(filter, c.name); });
-  } else {
-    pick = firstWhere(candidates, family, [](const InterfaceAddress& c) { return !c.loopback && !isVirtual(c.name); });
-    if (pick == nullptr) pick = firstWhere(candidates, family, [](const InterfaceAddress& c) { return c.loopback; });
+    return allWhere(candidates, family, [&](const InterfaceAddress& c) { return ifnameMatches(filter, c.name); });
   }
-  if (pick == nullptr) {
+  std::vector<InterfaceAddress> out =
+      allWhere(candidates, family, [](const InterfaceAddress& c) { return !c.loopback && !isVirtual(c.name); });
+  if (out.empty()) out = allWhere(candidates, family, [](const InterfaceAddress& c) { return c.loopback; });
+  return out;
+}
+
+Status selectInterface(const std::vector<InterfaceAddress>& candidates, const std::string& ifname, int family,
+                       InterfaceAddress* out) {
+  std::vector<InterfaceAddress> picks = selectInterfaces(candidates, ifname, family);
+  if (picks.empty()) {
     std::string asked = ifname.empty() ? std::string("no BRAID_SOCKET_IFNAME (default: an interface that is up)")
                                        : "BRAID_SOCKET_IFNAME='" + ifname + "'";
     if (family != AF_UNSPEC) asked += family == AF_INET ? " with BRAID_SOCKET_FAMILY=AF_INET" : " with AF_INET6";
     return invalidArgument(asked + " matches no usable interface address; interfaces: " + describe(candidates));
   }
-  *out = *pick;
+  *out = picks.front();
   return Status::ok();
 }
 

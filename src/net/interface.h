@@ -50,6 +50,13 @@ bool ifnameMatches(const IfnameFilter& filter, const std::string& name);
 Status selectInterface(const std::vector<InterfaceAddress>& candidates, const std::string& ifname, int family,
                        InterfaceAddress* out);
 
+/// Every interface selectInterface could pick, in getifaddrs order, one address per interface
+/// name (its first usable one): the devices of braid's socket network. The same rules: with a
+/// spec, every interface it matches; without one, every interface that is up and neither loopback
+/// nor virtual, else loopback. Empty when nothing qualifies (selectInterface says why).
+std::vector<InterfaceAddress> selectInterfaces(const std::vector<InterfaceAddress>& candidates,
+                                               const std::string& ifname, int family);
+
 /// The IPv4 and IPv6 addresses of this host's interfaces (getifaddrs), in the kernel's order.
 Status listInterfaces(std::vector<InterfaceAddress>* out);
 

@@ -211,6 +211,43 @@ Status Socket::connect(const SocketAddress& to, const std::string& peer, const D
   }
 }
 
+namespace {
+
+Status connectOutcome(int err, int fd, const std::string& peer, bool* connected) {
+  if (err == 0 && connectedToItself(fd)) err = ECONNREFUSED;
+  *connected = err == 0;
+  if (err == 0 || err == EINPROGRESS || err == EALREADY) return Status::ok();
+  if (err == ECONNREFUSED) return remoteError("connect to " + peer + " refused: nothing listens there");
+  return errnoError("connect to " + peer, err);
+}
+
+}  // namespace
+
+Status Socket::startConnect(const SocketAddress& to, const std::string& peer, Socket* out, bool* connected) {
+  *connected = false;
+  int fd = ::socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errnoError("socket() for connecting to " + peer, errno);
+  Socket s(fd, peer);
+  BRAID_RETURN_IF_ERROR(setNoDelay(fd, peer));
+  int err = ::connect(fd, to.sockaddrPtr(), to.sockaddrLength()) == 0 ? 0 : errno;
+  BRAID_RETURN_IF_ERROR(connectOutcome(err, fd, peer, connected));
+  *out = std::move(s);
+  return Status::ok();
+}
+
+Status Socket::finishConnect(bool* connected) {
+  *connected = false;
+  std::vector<pollfd> fds{{fd_, POLLOUT, 0}};
+  BRAID_RETURN_IF_ERROR(pollOnce(&fds, 0, "connecting to " + peer_));
+  if (fds[0].revents == 0) return Status::ok();
+  int err = 0;
+  socklen_t length = sizeof(err);
+  if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &length) != 0) {
+    return errnoError("getsockopt(SO_ERROR) connecting to " + peer_, errno);
+  }
+  return connectOutcome(err, fd_, peer_, connected);
+}
+
 Status Socket::sendSome(const void* data, size_t bytes, size_t* done) {
   *done = 0;
   if (bytes == 0) return Status::ok();

@@ -107,6 +107,12 @@ class Socket {
   static Status connect(const SocketAddress& to, const std::string& peer, const Deadline& deadline, Socket* out,
                         bool retryRefused = true);
 
+  /// Non-blocking connect in steps, for callers that must never wait (a network plugin's connect):
+  /// startConnect issues it (`*connected` true when it completed at once); finishConnect looks
+  /// whether it has completed since, without waiting. A refusal is a remoteError naming `peer`.
+  static Status startConnect(const SocketAddress& to, const std::string& peer, Socket* out, bool* connected);
+  Status finishConnect(bool* connected);
+
   /// One non-blocking step: `*done` bytes moved (0 when it would block). A closed connection or a
   /// reset is a remoteError naming the peer.
   Status sendSome(const void* data, size_t bytes, size_t* done);

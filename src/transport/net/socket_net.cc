@@ -1,0 +1,622 @@
+#include "transport/net/socket_net.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include <climits>
+#include <cstdarg>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "net/interface.h"
+#include "net/socket.h"
+
+namespace braid::transport::net {
+namespace {
+
+using braid::net::InterfaceAddress;
+using braid::net::Socket;
+using braid::net::SocketAddress;
+
+constexpr uint64_t kHandleMagic = 0x627261696453434bull;  // "braidSCK"
+constexpr uint64_t kHelloMagic = 0x627261696448454cull;   // "braidHEL"
+constexpr uint32_t kHeaderMagic = 0x6272444du;            // "brDM"
+constexpr size_t kMaxMessageBytes = size_t{1} << 30;      // test() reports sizes as int
+constexpr size_t kMaxPendingAccepts = 64;                 // silent connections kept per listener
+constexpr int kDefaultSpeedMbps = 10000;
+
+// ---- logging: through the logger given to init, else braid's own ----
+
+NetLogger gLogger = nullptr;
+
+void logLine(int level, const std::string& text) {
+  NetLogger logger = gLogger;
+  if (logger != nullptr) {
+    logger(level, kNetLogSubsys, __FILE__, __LINE__, "%s", text.c_str());
+  } else if (level == kNetLogWarn) {
+    BRAID_WARN(log::Subsys::kNet, text);
+  } else {
+    BRAID_INFO(log::Subsys::kNet, text);
+  }
+}
+
+// Logs `what` as a warning and returns `code`: how every error leaves this network.
+ncclResult_t fail(ncclResult_t code, const std::string& what) {
+  logLine(kNetLogWarn, "NET/BraidSocket: " + what);
+  return code;
+}
+
+// A peer that went away is ncclRemoteError, a message that disagrees with its receive
+// ncclInvalidUsage, anything else of the system ncclSystemError.
+ncclResult_t resultOf(const Status& st) {
+  if (st.code() == Code::kRemoteError) return ncclRemoteError;
+  if (st.code() == Code::kInvalidUsage) return ncclInvalidUsage;
+  return ncclSystemError;
+}
+
+ncclResult_t failStatus(const Status& st) { return fail(resultOf(st), st.message()); }
+
+// ---- devices ----
+
+struct Device {
+  std::string ifname;
+  SocketAddress address;
+  std::string name;     // what getProperties reports (the interface name)
+  std::string pciPath;  // the interface's sysfs device folder; empty for virtual ones
+  int speedMbps = kDefaultSpeedMbps;
+};
+
+std::mutex gMutex;
+bool gDiscovered = false;
+std::vector<Device> gDevices;
+
+int readSpeed(const std::string& ifname) {
+  std::ifstream in("/sys/class/net/" + ifname + "/speed");
+  long speed = 0;
+  if (in >> speed && speed > 0 && speed < INT_MAX) return static_cast<int>(speed);
+  return kDefaultSpeedMbps;
+}
+
+std::string readPciPath(const std::string& ifname) {
+  std::string link = "/sys/class/net/" + ifname + "/device";
+  char resolved[PATH_MAX];
+  if (realpath(link.c_str(), resolved) == nullptr) return std::string();
+  return resolved;
+}
+
+// The interfaces, found once per process (as NCCL's socket network does).
+ncclResult_t discover() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (gDiscovered) return ncclSuccess;
+  int family = AF_UNSPEC;
+  Status st = braid::net::socketFamilyFromEnv(&family);
+  if (!st.isOk()) return fail(ncclInvalidUsage, st.message());
+  std::vector<InterfaceAddress> candidates;
+  st = braid::net::listInterfaces(&candidates);
+  if (!st.isOk()) return failStatus(st);
+  std::string spec = param::getString(param::Id::kSocketIfname);
+  std::vector<InterfaceAddress> picks = braid::net::selectInterfaces(candidates, spec, family);
+  if (picks.empty()) {
+    InterfaceAddress unused;
+    return fail(ncclInvalidUsage, braid::net::selectInterface(candidates, spec, family, &unused).message());
+  }
+  for (const InterfaceAddress& pick : picks) {
+    Device d;
+    d.ifname = pick.name;
+    d.address = pick.address;
+    d.name = pick.name;
+    d.pciPath = readPciPath(pick.name);
+    d.speedMbps = readSpeed(pick.name);
+    logLine(kNetLogInfo, "NET/BraidSocket: device " + std::to_string(gDevices.size()) + " " + d.ifname + " " +
+                             d.address.hostString() + ", " + std::to_string(d.speedMbps) + " Mb/s");
+    gDevices.push_back(std::move(d));
+  }
+  gDiscovered = true;
+  return ncclSuccess;
+}
+
+ncclResult_t deviceAt(int dev, Device** out) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!gDiscovered) return fail(ncclInternalError, "a device was asked for before init");
+  if (dev < 0 || dev >= static_cast<int>(gDevices.size())) {
+    return fail(ncclInternalError, "device " + std::to_string(dev) + " does not exist (" +
+                                       std::to_string(gDevices.size()) + " device(s))");
+  }
+  *out = &gDevices[static_cast<size_t>(dev)];
+  return ncclSuccess;
+}
+
+// ---- wire formats ----
+
+// What listen() writes into the 128-byte handle. `pending` is the caller's own: 0 in the copy the
+// listener writes, then the connect in progress that this copy of the handle drives.
+struct Handle {
+  uint64_t magic;
+  uint64_t nonce;
+  unsigned char address[braid::net::kWireAddressBytes];
+  uint64_t pending;
+};
+static_assert(sizeof(Handle) <= kNetHandleBytes, "the handle must fit NCCL_NET_HANDLE_MAXSIZE");
+
+struct Hello {
+  uint64_t magic;
+  uint64_t nonce;
+};
+
+struct Header {
+  uint32_t magic;
+  int32_t tag;
+  uint64_t size;
+};
+static_assert(sizeof(Header) == 16, "message header layout");
+
+uint64_t randomNonce() {
+  std::random_device source;
+  uint64_t v = (uint64_t{source()} << 32) ^ source();
+  return v == 0 ? 1 : v;
+}
+
+// ---- communicators and requests ----
+
+struct Comm;
+
+struct Request {
+  Comm* comm = nullptr;
+  bool used = false;
+  bool done = false;
+  char* data = nullptr;
+  size_t capacity = 0;  // the receive buffer's size (receives)
+  int postedTag = 0;    // the tag the receive was posted with
+  Header header{};      // sent, or being received
+  size_t headerMoved = 0;
+  size_t dataMoved = 0;
+};
+
+struct Comm {
+  explicit Comm(bool sending) : send(sending) {}
+  const bool send;
+  Socket socket;
+  Request requests[kNetMaxRequests];
+  std::deque<Request*> queue;  // posted, in order, not yet complete
+  ncclResult_t failed = ncclSuccess;
+  std::string failure;
+};
+
+struct ListenComm {
+  Socket socket;
+  uint64_t nonce = 0;
+  std::string where;  // "eth0 10.0.0.1:41234"
+  struct Pending {
+    Socket socket;
+    std::string from;
+    Hello hello{};
+    size_t got = 0;
+  };
+  std::deque<Pending> pending;
+};
+
+struct Connecting {
+  Socket socket;
+  bool connected = false;
+  Hello hello{};
+  size_t sent = 0;
+};
+
+struct Memory {
+  void* data;
+  size_t size;
+};
+
+struct Context {
+  uint64_t commId;
+};
+
+// Connects in progress, by the value stored in a handle's `pending` (a handle from elsewhere may
+// hold any bytes there: only these values are followed).
+std::set<Connecting*> gConnecting;
+
+ncclResult_t failComm(Comm* c, const Status& st) {
+  if (c->failed == ncclSuccess) {
+    c->failed = resultOf(st);
+    c->failure = st.message();
+    fail(c->failed, std::string(c->send ? "send" : "receive") + " connection failed: " + st.message());
+  }
+  return c->failed;
+}
+
+Status progressSend(Request* r, bool* finished) {
+  Socket& s = r->comm->socket;
+  *finished = false;
+  while (r->headerMoved < sizeof(Header) || r->dataMoved < r->header.size) {
+    size_t moved = 0;
+    if (r->headerMoved < sizeof(Header)) {
+      const char* h = reinterpret_cast<const char*>(&r->header);
+      BRAID_RETURN_IF_ERROR(
+          s.sendSome(h + r->headerMoved, sizeof(Header) - r->headerMoved, r->data, r->header.size, &moved));
+      size_t toHeader = std::min(moved, sizeof(Header) - r->headerMoved);
+      r->headerMoved += toHeader;
+      r->dataMoved += moved - toHeader;
+    } else {
+      BRAID_RETURN_IF_ERROR(s.sendSome(r->data + r->dataMoved, r->header.size - r->dataMoved, &moved));
+      r->dataMoved += moved;
+    }
+    if (moved == 0) return Status::ok();
+  }
+  *finished = true;
+  return Status::ok();
+}
+
+Status checkHeader(const Request& r) {
+  const Header& h = r.header;
+  if (h.magic != kHeaderMagic) {
+    return remoteError("bytes that are not a message header arrived from " + r.comm->socket.peer());
+  }
+  if (h.tag != r.postedTag) {
+    return invalidUsage("a message with tag " + std::to_string(h.tag) + " arrived from " + r.comm->socket.peer() +
+                        " for a receive posted with tag " + std::to_string(r.postedTag));
+  }
+  if (h.size > r.capacity) {
+    return invalidUsage("a message of " + std::to_string(h.size) + " bytes arrived from " + r.comm->socket.peer() +
+                        " for a receive buffer of " + std::to_string(r.capacity) + " bytes");
+  }
+  return Status::ok();
+}
+
+Status progressRecv(Request* r, bool* finished) {
+  Socket& s = r->comm->socket;
+  *finished = false;
+  char* h = reinterpret_cast<char*>(&r->header);
+  while (r->headerMoved < sizeof(Header)) {
+    size_t moved = 0;
+    BRAID_RETURN_IF_ERROR(s.recvSome(h + r->headerMoved, sizeof(Header) - r->headerMoved, &moved));
+    if (moved == 0) return Status::ok();
+    r->headerMoved += moved;
+    if (r->headerMoved == sizeof(Header)) BRAID_RETURN_IF_ERROR(checkHeader(*r));
+  }
+  while (r->dataMoved < r->header.size) {
+    size_t moved = 0;
+    BRAID_RETURN_IF_ERROR(s.recvSome(r->data + r->dataMoved, r->header.size - r->dataMoved, &moved));
+    if (moved == 0) return Status::ok();
+    r->dataMoved += moved;
+  }
+  *finished = true;
+  return Status::ok();
+}
+
+// Moves what the socket takes now, oldest request first.
+ncclResult_t progress(Comm* c) {
+  if (c->failed != ncclSuccess) return c->failed;
+  while (!c->queue.empty()) {
+    Request* r = c->queue.front();
+    bool finished = false;
+    Status st = c->send ? progressSend(r, &finished) : progressRecv(r, &finished);
+    if (!st.isOk()) return failComm(c, st);
+    if (!finished) break;
+    r->done = true;
+    c->queue.pop_front();
+  }
+  return ncclSuccess;
+}
+
+Request* freeRequest(Comm* c) {
+  for (Request& r : c->requests) {
+    if (!r.used) return &r;
+  }
+  return nullptr;
+}
+
+// ---- the v11 functions ----
+
+ncclResult_t socketInit(void** ctx, uint64_t commId, NetCommConfig* config, NetLogger logFunction,
+                        NetProfilerCallback profFunction) {
+  if (logFunction != nullptr) gLogger = logFunction;
+  ncclResult_t r = discover();
+  if (r != ncclSuccess) return r;
+  if (ctx != nullptr) *ctx = new Context{commId};
+  return ncclSuccess;
+}
+
+ncclResult_t socketDevices(int* ndev) {
+  if (ndev == nullptr) return fail(ncclInternalError, "devices: null pointer");
+  std::lock_guard<std::mutex> lock(gMutex);
+  *ndev = static_cast<int>(gDevices.size());
+  return ncclSuccess;
+}
+
+ncclResult_t socketGetProperties(int dev, NetPropertiesV11* props) {
+  if (props == nullptr) return fail(ncclInternalError, "getProperties: null pointer");
+  Device* d = nullptr;
+  ncclResult_t r = deviceAt(dev, &d);
+  if (r != ncclSuccess) return r;
+  std::memset(props, 0, sizeof(*props));
+  props->name = const_cast<char*>(d->name.c_str());
+  props->pciPath = d->pciPath.empty() ? nullptr : const_cast<char*>(d->pciPath.c_str());
+  props->guid = static_cast<uint64_t>(dev);
+  props->ptrSupport = kPtrHost;
+  props->regIsGlobal = 0;
+  props->forceFlush = 0;
+  props->speed = d->speedMbps;
+  props->port = 0;
+  props->latency = 0;
+  props->maxComms = 65536;
+  props->maxRecvs = 1;
+  props->netDeviceType = 0;
+  props->netDeviceVersion = 0;
+  props->vProps.ndevs = 1;
+  props->vProps.devs[0] = dev;
+  props->maxP2pBytes = kMaxMessageBytes;
+  props->maxCollBytes = kMaxMessageBytes;
+  props->maxMultiRequestSize = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t socketListen(void* ctx, int dev, void* handle, void** listenComm) {
+  if (handle == nullptr || listenComm == nullptr) return fail(ncclInternalError, "listen: null pointer");
+  *listenComm = nullptr;
+  Device* d = nullptr;
+  ncclResult_t r = deviceAt(dev, &d);
+  if (r != ncclSuccess) return r;
+  auto l = std::make_unique<ListenComm>();
+  Status st = Socket::listen(d->address, &l->socket);
+  SocketAddress bound;
+  if (st.isOk()) st = l->socket.localAddress(&bound);
+  if (!st.isOk()) return failStatus(st.withContext("listen on " + d->ifname));
+  l->nonce = randomNonce();
+  l->where = d->ifname + " " + bound.toString();
+  std::memset(handle, 0, kNetHandleBytes);
+  Handle h{};
+  h.magic = kHandleMagic;
+  h.nonce = l->nonce;
+  braid::net::encodeAddress(bound, h.address);
+  std::memcpy(handle, &h, sizeof(h));
+  *listenComm = l.release();
+  return ncclSuccess;
+}
+
+ncclResult_t dropConnect(Handle* h, Connecting* pending, void* handle) {
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    gConnecting.erase(pending);
+  }
+  delete pending;
+  h->pending = 0;
+  std::memcpy(handle, h, sizeof(*h));
+  return ncclSuccess;
+}
+
+ncclResult_t socketConnect(void* ctx, int dev, void* handle, void** sendComm, NetDeviceHandle** sendDevComm) {
+  if (handle == nullptr || sendComm == nullptr) return fail(ncclInternalError, "connect: null pointer");
+  *sendComm = nullptr;
+  Handle h;
+  std::memcpy(&h, handle, sizeof(h));
+  if (h.magic != kHandleMagic) {
+    return fail(ncclInternalError,
+                "connect: the handle is not one of this network's (it starts with bytes that "
+                "are not BraidSocket's marker)");
+  }
+  Connecting* c = reinterpret_cast<Connecting*>(static_cast<uintptr_t>(h.pending));
+  if (c == nullptr) {
+    SocketAddress to;
+    Status st = braid::net::decodeAddress(h.address, &to);
+    if (!st.isOk()) return fail(ncclInternalError, "connect: the handle holds no valid address: " + st.message());
+    auto fresh = std::make_unique<Connecting>();
+    st = Socket::startConnect(to, "the listener at " + to.toString(), &fresh->socket, &fresh->connected);
+    if (!st.isOk()) return failStatus(st);
+    fresh->hello = Hello{kHelloMagic, h.nonce};
+    c = fresh.release();
+    {
+      std::lock_guard<std::mutex> lock(gMutex);
+      gConnecting.insert(c);
+    }
+    h.pending = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(c));
+    std::memcpy(handle, &h, sizeof(h));
+  } else {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (gConnecting.count(c) == 0) {
+      return fail(ncclInternalError,
+                  "connect: the handle names a connect in progress that this process does "
+                  "not have (a copied or corrupted handle)");
+    }
+  }
+  Status st = c->connected ? Status::ok() : c->socket.finishConnect(&c->connected);
+  while (st.isOk() && c->connected && c->sent < sizeof(Hello)) {
+    size_t moved = 0;
+    st = c->socket.sendSome(reinterpret_cast<const char*>(&c->hello) + c->sent, sizeof(Hello) - c->sent, &moved);
+    if (moved == 0) break;
+    c->sent += moved;
+  }
+  if (!st.isOk()) {
+    std::string what = st.message();
+    dropConnect(&h, c, handle);
+    return failStatus(Status(st.code(), what));
+  }
+  if (c->sent < sizeof(Hello)) return ncclSuccess;  // call again
+  auto comm = std::make_unique<Comm>(true);
+  comm->socket = std::move(c->socket);
+  dropConnect(&h, c, handle);
+  *sendComm = comm.release();
+  return ncclSuccess;
+}
+
+ncclResult_t socketAccept(void* listenComm, void** recvComm, NetDeviceHandle** recvDevComm) {
+  if (listenComm == nullptr || recvComm == nullptr) return fail(ncclInternalError, "accept: null pointer");
+  *recvComm = nullptr;
+  ListenComm* l = static_cast<ListenComm*>(listenComm);
+  for (;;) {
+    Socket s;
+    SocketAddress from;
+    Status st = l->socket.tryAccept(&s, &from);
+    if (!st.isOk()) return failStatus(st.withContext("accept on " + l->where));
+    if (!s.valid()) break;
+    if (l->pending.size() >= kMaxPendingAccepts) {
+      logLine(kNetLogWarn, "NET/BraidSocket: " + l->where + ": dropped a connection from " + l->pending.front().from +
+                               " that sent no hello (" + std::to_string(kMaxPendingAccepts) + " pending)");
+      l->pending.pop_front();
+    }
+    ListenComm::Pending p;
+    p.from = from.toString();
+    s.setPeer("the sender at " + p.from);
+    p.socket = std::move(s);
+    l->pending.push_back(std::move(p));
+  }
+  for (auto it = l->pending.begin(); it != l->pending.end();) {
+    size_t moved = 0;
+    Status st = it->socket.recvSome(reinterpret_cast<char*>(&it->hello) + it->got, sizeof(Hello) - it->got, &moved);
+    it->got += moved;
+    bool junk =
+        !st.isOk() || (it->got == sizeof(Hello) && (it->hello.magic != kHelloMagic || it->hello.nonce != l->nonce));
+    if (junk) {
+      logLine(kNetLogWarn,
+              "NET/BraidSocket: " + l->where + ": dropped a connection from " + it->from + ": " +
+                  (st.isOk() ? std::string("its first bytes are not a hello for this listener") : st.message()));
+      it = l->pending.erase(it);
+      continue;
+    }
+    if (it->got < sizeof(Hello)) {
+      ++it;
+      continue;
+    }
+    auto comm = std::make_unique<Comm>(false);
+    comm->socket = std::move(it->socket);
+    l->pending.erase(it);
+    *recvComm = comm.release();
+    return ncclSuccess;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t socketRegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  if (comm == nullptr || mhandle == nullptr) return fail(ncclInternalError, "regMr: null pointer");
+  if (type != kPtrHost) {
+    return fail(ncclInternalError,
+                "regMr: this network reads and writes host memory only (ptrSupport HOST); "
+                "asked to register memory of type " +
+                    std::to_string(type));
+  }
+  *mhandle = new Memory{data, size};
+  return ncclSuccess;
+}
+
+ncclResult_t socketRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle) {
+  return fail(ncclInternalError, "regMrDmaBuf: this network does not take dma-bufs (ptrSupport HOST)");
+}
+
+ncclResult_t socketDeregMr(void* comm, void* mhandle) {
+  delete static_cast<Memory*>(mhandle);
+  return ncclSuccess;
+}
+
+ncclResult_t socketIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
+                         void** request) {
+  if (sendComm == nullptr || request == nullptr) return fail(ncclInternalError, "isend: null pointer");
+  *request = nullptr;
+  Comm* c = static_cast<Comm*>(sendComm);
+  if (!c->send) return fail(ncclInternalError, "isend on a receiving connection");
+  if (c->failed != ncclSuccess) return c->failed;
+  if (size > kMaxMessageBytes || (size > 0 && data == nullptr)) {
+    return fail(ncclInternalError, "isend of " + std::to_string(size) + " bytes from " +
+                                       (data == nullptr ? "a null pointer" : "one buffer") +
+                                       " (at most 1 GiB per message)");
+  }
+  Request* r = freeRequest(c);
+  if (r == nullptr) return ncclSuccess;  // 32 in flight: try again later
+  *r = Request{};
+  r->comm = c;
+  r->used = true;
+  r->data = static_cast<char*>(data);
+  r->header = Header{kHeaderMagic, tag, size};
+  c->queue.push_back(r);
+  *request = r;
+  return progress(c);
+}
+
+ncclResult_t socketIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
+                         void** request) {
+  if (recvComm == nullptr || request == nullptr) return fail(ncclInternalError, "irecv: null pointer");
+  *request = nullptr;
+  Comm* c = static_cast<Comm*>(recvComm);
+  if (c->send) return fail(ncclInternalError, "irecv on a sending connection");
+  if (n != 1) {
+    return fail(ncclInternalError, "irecv of " + std::to_string(n) + " buffers: this network's maxRecvs is 1");
+  }
+  if (data == nullptr || sizes == nullptr || tags == nullptr) return fail(ncclInternalError, "irecv: null array");
+  if (c->failed != ncclSuccess) return c->failed;
+  if (sizes[0] > kMaxMessageBytes || (sizes[0] > 0 && data[0] == nullptr)) {
+    return fail(ncclInternalError, "irecv into " + std::to_string(sizes[0]) + " bytes at " +
+                                       (data[0] == nullptr ? "a null pointer" : "one buffer") +
+                                       " (at most 1 GiB per message)");
+  }
+  Request* r = freeRequest(c);
+  if (r == nullptr) return ncclSuccess;
+  *r = Request{};
+  r->comm = c;
+  r->used = true;
+  r->data = static_cast<char*>(data[0]);
+  r->capacity = sizes[0];
+  r->postedTag = tags[0];
+  c->queue.push_back(r);
+  *request = r;
+  return progress(c);
+}
+
+ncclResult_t socketIflush(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) {
+  // Host memory needs no flush: no request, nothing to wait for.
+  if (request == nullptr) return fail(ncclInternalError, "iflush: null pointer");
+  *request = nullptr;
+  return ncclSuccess;
+}
+
+ncclResult_t socketTest(void* request, int* done, int* sizes) {
+  if (request == nullptr || done == nullptr) return fail(ncclInternalError, "test: null pointer");
+  Request* r = static_cast<Request*>(request);
+  *done = 0;
+  if (!r->used) return fail(ncclInternalError, "test of a request that is not in flight");
+  ncclResult_t result = progress(r->comm);
+  if (!r->done) return result;
+  *done = 1;
+  if (sizes != nullptr) sizes[0] = static_cast<int>(r->header.size);
+  r->used = false;
+  return ncclSuccess;
+}
+
+ncclResult_t socketClose(void* comm) {
+  delete static_cast<Comm*>(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t socketCloseListen(void* listenComm) {
+  delete static_cast<ListenComm*>(listenComm);
+  return ncclSuccess;
+}
+
+ncclResult_t socketFinalize(void* ctx) {
+  delete static_cast<Context*>(ctx);
+  return ncclSuccess;
+}
+
+ncclResult_t socketSetNetAttr(void* ctx, NetAttr* netAttr) { return ncclSuccess; }
+
+const NetV11 kSocketNetwork = {
+    "BraidSocket",  socketInit,       socketDevices,     socketGetProperties, socketListen,      socketConnect,
+    socketAccept,   socketRegMr,      socketRegMrDmaBuf, socketDeregMr,       socketIsend,       socketIrecv,
+    socketIflush,   socketTest,       socketClose,       socketClose,         socketCloseListen,
+    nullptr,  // getDeviceMr: no device offload
+    nullptr,  // irecvConsumed
+    nullptr,  // makeVDevice: no virtual NICs
+    socketFinalize, socketSetNetAttr,
+};
+
+}  // namespace
+
+const NetV11& socketNetwork() { return kSocketNetwork; }
+
+}  // namespace braid::transport::net
