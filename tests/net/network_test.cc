@@ -1,0 +1,117 @@
+// The network loader (src/transport/net/network.h): NCCL's rules for finding a plugin, adapting an
+// older one, skipping one that fails or has no device, the built-in fallback, BRAID_NET.
+#include "transport/net/network.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+
+namespace braid::transport::net {
+namespace {
+
+class Env {
+ public:
+  Env(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
+  ~Env() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST(NetPluginCandidates, FollowNcclRules) {
+  bool optional = false;
+  EXPECT_EQ(pluginCandidates("", &optional), std::vector<std::string>{"libnccl-net.so"});
+  EXPECT_TRUE(optional);
+  EXPECT_TRUE(pluginCandidates("none", &optional).empty());
+  EXPECT_FALSE(optional);
+  EXPECT_EQ(pluginCandidates("braid", &optional), (std::vector<std::string>{"braid", "libnccl-net-braid.so"}));
+  EXPECT_EQ(pluginCandidates("/opt/x.so, ofi ,", &optional),
+            (std::vector<std::string>{"/opt/x.so", "ofi", "libnccl-net-ofi.so"}));
+}
+
+TEST(NetNames, CaseInsensitiveAndSocketNamesTheBuiltIn) {
+  EXPECT_TRUE(networkNameMatches("", "Anything", false));
+  EXPECT_TRUE(networkNameMatches("braidsocket", "BraidSocket", true));
+  EXPECT_TRUE(networkNameMatches("Socket", "BraidSocket", true));
+  EXPECT_FALSE(networkNameMatches("Socket", "IB", false));
+  EXPECT_FALSE(networkNameMatches("IB", "BraidSocket", true));
+}
+
+TEST(NetOpen, NoneMeansTheBuiltInSocketNetwork) {
+  Env e("BRAID_NET_PLUGIN", "none");
+  std::unique_ptr<Network> n;
+  ASSERT_TRUE(Network::open(1, &n).isOk());
+  EXPECT_EQ(n->name(), "BraidSocket");
+  EXPECT_TRUE(n->builtIn());
+  EXPECT_EQ(n->origin(), "built-in");
+  ASSERT_GE(n->deviceCount(), 1);
+  EXPECT_NE(n->describeDevice(0).find("ptrSupport HOST"), std::string::npos) << n->describeDevice(0);
+}
+
+TEST(NetOpen, BraidsOwnPluginLoadsAsV11) {
+  Env e("BRAID_NET_PLUGIN", BRAID_NET_PLUGIN_DEFAULT);
+  std::unique_ptr<Network> n;
+  ASSERT_TRUE(Network::open(2, &n).isOk());
+  EXPECT_EQ(n->name(), "BraidSocket");
+  EXPECT_FALSE(n->builtIn());
+  EXPECT_EQ(n->origin(), std::string(BRAID_NET_PLUGIN_DEFAULT) + " (v11)");
+}
+
+TEST(NetOpen, NcclNetPluginIsReadWhenBraidsIsUnset) {
+  Env e("NCCL_NET_PLUGIN", FAKE_PLUGIN_V9);
+  std::unique_ptr<Network> n;
+  ASSERT_TRUE(Network::open(3, &n).isOk());
+  EXPECT_EQ(n->name(), "FakeNine");
+  EXPECT_EQ(n->origin(), std::string(FAKE_PLUGIN_V9) + " (v9, adapted)");
+  EXPECT_EQ(n->properties(0).speed, 1234);
+  EXPECT_EQ(n->properties(0).maxP2pBytes, size_t{0}) << "v9 properties carry their own sizes";
+}
+
+TEST(NetOpen, FailingAndDevicelessPluginsAreSkippedInOrder) {
+  Env e("BRAID_NET_PLUGIN", std::string(FAKE_PLUGIN_INIT_FAILS) + "," + FAKE_PLUGIN_NO_DEVICES + "," + FAKE_PLUGIN_V9);
+  std::unique_ptr<Network> n;
+  ASSERT_TRUE(Network::open(4, &n).isOk());
+  EXPECT_EQ(n->name(), "FakeNine");
+}
+
+TEST(NetOpen, NoUsablePluginFallsBackToTheBuiltIn) {
+  Env e("BRAID_NET_PLUGIN", std::string("/nonexistent/libnccl-net-x.so,") + FAKE_PLUGIN_INIT_FAILS);
+  std::unique_ptr<Network> n;
+  ASSERT_TRUE(Network::open(5, &n).isOk());
+  EXPECT_TRUE(n->builtIn());
+}
+
+TEST(NetOpen, BraidNetPicksByNameAndAnUnknownNameIsAnError) {
+  Env e("BRAID_NET_PLUGIN", FAKE_PLUGIN_V9);
+  {
+    Env only("BRAID_NET", "socket");
+    std::unique_ptr<Network> n;
+    ASSERT_TRUE(Network::open(6, &n).isOk());
+    EXPECT_TRUE(n->builtIn()) << "FakeNine is not named Socket";
+  }
+  Env wrong("NCCL_NET", "IB");
+  std::unique_ptr<Network> n;
+  Status st = Network::open(7, &n);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.code(), Code::kInvalidUsage);
+  EXPECT_NE(st.message().find("'IB' names no network"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("FakeNine"), std::string::npos) << st.message();
+}
+
+TEST(NetCheck, AFailedCallNamesTheNetworkTheCallAndWhatItLogged) {
+  Env e("BRAID_NET_PLUGIN", FAKE_PLUGIN_V9);
+  std::unique_ptr<Network> n;
+  ASSERT_TRUE(Network::open(8, &n).isOk());
+  char handle[kNetHandleBytes];
+  void* listenComm = nullptr;
+  Status st = n->check(n->api().listen(n->context(), 0, handle, &listenComm), "listen on device 0");
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.code(), Code::kInternalError);
+  EXPECT_EQ(st.message(),
+            "network FakeNine: listen on device 0 failed with ncclInternalError: fake plugin: no connections here");
+  EXPECT_TRUE(n->check(ncclSuccess, "anything").isOk());
+}
+
+}  // namespace
+}  // namespace braid::transport::net
