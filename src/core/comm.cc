@@ -282,19 +282,19 @@ Status Comm::dumpTopology() {
   return Status::ok();
 }
 
-// Which ranks share this process and this host, and where their socket transports listen: decides
+// Which ranks share this process and this host, and their network transports' handles: decides
 // the transport to each peer.
 Status Comm::exchangePeerInfo() {
   struct PeerInfo {
     int64_t pid;
     uint64_t host;
     int64_t cpus;
-    net::SocketAddress socket;
+    transport::NetHandle netHandle;
   };
   std::vector<PeerInfo> peers(nranks_);
-  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(), net::SocketAddress{}};
+  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(), transport::NetHandle{}};
   if (host_ != nullptr) {
-    BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].socket));
+    BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].netHandle));
   }
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
   if (host_ == nullptr) return Status::ok();
@@ -305,7 +305,7 @@ Status Comm::exchangePeerInfo() {
     info[r].pid = static_cast<long>(peers[r].pid);
     info[r].host = peers[r].host;
     info[r].cpus = static_cast<int>(peers[r].cpus);
-    info[r].socket = peers[r].socket;
+    info[r].netHandle = peers[r].netHandle;
   }
   return host_->setPeers(std::move(info));
 }

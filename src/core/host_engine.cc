@@ -59,7 +59,7 @@ class HostEngine::Fifos : public exec::FifoResolver {
         }
         break;
       }
-      case Path::kSocket: st = engine_.sockets_.connection(channel, connId, src, dst, &f); break;
+      case Path::kNet: st = engine_.network_.connection(channel, connId, src, dst, &f); break;
     }
     if (!st.isOk()) {
       error_ = st.withContext("connection " + std::to_string(src) + "->" + std::to_string(dst));
@@ -157,8 +157,8 @@ int HostEngine::availableCpus() {
 
 namespace {
 
-transport::SocketOptions socketOptions(int steps, size_t chunkBytes, int64_t timeoutMs) {
-  transport::SocketOptions o;
+transport::NetOptions netOptions(int steps, size_t chunkBytes, int64_t timeoutMs) {
+  transport::NetOptions o;
   o.nThreads = static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kSocketNThreads), 1, 16));
   o.nSocksPerThread = static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kNSocksPerThread), 1, 64));
   o.slots = steps;
@@ -180,18 +180,18 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       endpoint_(std::make_shared<transport::LoopbackEndpoint>(steps_, chunkBytes_)),
       registration_(commKey, rank, endpoint_),
       geometry_(algo::defaultGeometry(nranks)),
-      sockets_(commKey, rank, nranks, socketOptions(steps_, chunkBytes_, config.timeoutMs), abort),
+      network_(commKey, rank, nranks, netOptions(steps_, chunkBytes_, config.timeoutMs), abort),
       fifos_(std::make_unique<Fifos>(*this)) {}
 
-Status HostEngine::listen(const net::SocketAddress& interfaceAddress, net::SocketAddress* address) {
-  return sockets_.listen(interfaceAddress, address);
+Status HostEngine::listen(const net::SocketAddress& interfaceAddress, transport::NetHandle* handle) {
+  return network_.listen(interfaceAddress, handle);
 }
 
 Status HostEngine::setPeers(std::vector<Peer> peers) {
   peers_ = std::move(peers);
   bool shmDisabled = param::getInt(param::Id::kShmDisable) != 0;
-  bool anySocket = false;
-  std::vector<net::SocketAddress> addresses;
+  bool anyNet = false;
+  std::vector<transport::NetHandle> handles;
   int local = static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.sameHost; }));
   busyPoll_ = local <= availableCpus();
   std::vector<uint64_t> hosts;
@@ -218,13 +218,13 @@ Status HostEngine::setPeers(std::vector<Peer> peers) {
   BRAID_INFO(log::Subsys::kInit, local, " rank(s) on this host, ", availableCpus(), " CPU(s) available: waits ",
              busyPoll_ ? "poll before yielding" : "yield the CPU at once");
   for (const Peer& p : peers_) {
-    Path path = p.sameProcess ? Path::kLoopback : p.sameHost && !shmDisabled ? Path::kShm : Path::kSocket;
-    anySocket |= path == Path::kSocket;
+    Path path = p.sameProcess ? Path::kLoopback : p.sameHost && !shmDisabled ? Path::kShm : Path::kNet;
+    anyNet |= path == Path::kNet;
     paths_.push_back(path);
-    addresses.push_back(p.socket);
+    handles.push_back(p.netHandle);
   }
-  if (!anySocket) return Status::ok();
-  return sockets_.start(std::move(addresses));
+  if (!anyNet) return Status::ok();
+  return network_.start(std::move(handles));
 }
 
 void HostEngine::closeConnections() { fifos_->closeAll(rank_); }

@@ -18,8 +18,8 @@
 #include "exec/host_executor.h"
 #include "net/socket_address.h"
 #include "transport/loopback.h"
+#include "transport/net_transport.h"
 #include "transport/shm_segment.h"
-#include "transport/socket_transport.h"
 #include "tune/tuner.h"
 
 namespace braid::core {
@@ -68,19 +68,19 @@ class HostEngine {
 
   /// Where the peers connect to this rank's socket transport: a listener on `interfaceAddress`
   /// (the bootstrap's), any port. Called before setPeers.
-  Status listen(const net::SocketAddress& interfaceAddress, net::SocketAddress* address);
+  Status listen(const net::SocketAddress& interfaceAddress, transport::NetHandle* handle);
 
   /// What each rank is, from the bootstrap's exchange at init.
   struct Peer {
     bool sameProcess = false;  // a thread of this process
     bool sameHost = false;     // a process of this host (BRAID_HOSTID)
     long pid = 0;
-    uint64_t host = 0;          // host identity hash
-    int cpus = 1;               // CPUs its process may run on
-    net::SocketAddress socket;  // its socket transport's listener
+    uint64_t host = 0;                 // host identity hash
+    int cpus = 1;                      // CPUs its process may run on
+    transport::NetHandle netHandle{};  // its network transport's listen handle
   };
   /// Chooses the transport to each peer: loopback within the process, shared memory within the
-  /// host (unless BRAID_SHM_DISABLE=1), sockets otherwise; starts the socket proxies if needed; makes
+  /// host (unless BRAID_SHM_DISABLE=1), the network otherwise; starts the network proxies if needed; makes
   /// the tuner for this machine (bad BRAID_ALGO / BRAID_PROTO / BRAID_*_CTAS are errors here).
   Status setPeers(std::vector<Peer> peers);
 
@@ -103,7 +103,7 @@ class HostEngine {
 
  private:
   class Fifos;
-  enum class Path { kLoopback, kShm, kSocket };
+  enum class Path { kLoopback, kShm, kNet };
   Status finish(Status s);
 
   const uint64_t commKey_;
@@ -120,7 +120,7 @@ class HostEngine {
   std::vector<Peer> peers_;
   std::vector<Path> paths_;
   bool busyPoll_ = false;  // every rank of this host has a CPU: waits poll before yielding
-  transport::SocketTransport sockets_;
+  transport::NetTransport network_;
   std::unique_ptr<Fifos> fifos_;
   exec::WorkerPool pool_;
   std::mutex callMu_;         // one call at a time on a communicator

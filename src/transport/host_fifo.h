@@ -91,6 +91,8 @@ struct SlotHeader {
   CallTag tag;                // the sender's call
 };
 static_assert(sizeof(CallTag) == 24, "CallTag has no padding");
+static_assert(sizeof(SlotHeader) == sizeof(uint64_t) * 2 + sizeof(CallTag),
+              "size and tag follow seq without padding: they travel as one piece with the data");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "FIFO counters must work across processes");
 
 /// True when process `pid` has exited (gone, or a zombie its parent has not reaped yet).
@@ -132,6 +134,11 @@ class HostFifo {
   char* slotAt(uint64_t counter) const { return slot(counter); }
   size_t sizeAt(uint64_t counter) const { return header(counter)->size; }
   const CallTag& tagAt(uint64_t counter) const { return header(counter)->tag; }
+  /// The slot's size and call tag as they lie in memory just ahead of its data: a network sends
+  /// [wireAt(c), slotAt(c) + bytes) as one message, and a receiver takes one into the same place of
+  /// its own slot (publish then writes the same size and tag again, and makes the slot readable).
+  char* wireAt(uint64_t counter) const { return reinterpret_cast<char*>(&header(counter)->size); }
+  static constexpr size_t kWireBytes = sizeof(uint64_t) + sizeof(CallTag);
   /// Set before the FIFO is used; woken by every publish, release and close.
   void setObserver(FifoObserver* observer) { observer_ = observer; }
 

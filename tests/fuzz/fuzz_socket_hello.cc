@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include "transport/socket_transport.h"
+#include "transport/net_transport.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < sizeof(braid::transport::SocketHello)) return 0;
-  braid::transport::SocketHello hello;
+  if (size < sizeof(braid::transport::NetHello)) return 0;
+  braid::transport::NetHello hello;
   std::memcpy(&hello, data, sizeof(hello));
-  for (int rank : {0, 1, 3}) braid::transport::checkSocketHello(hello, hello.commKey, rank, 4);
-  braid::transport::checkSocketHello(hello, hello.commKey ^ 1, 0, 1);
+  for (int rank : {0, 1, 3}) braid::transport::checkNetHello(hello, hello.commKey, rank, 4);
+  braid::transport::checkNetHello(hello, hello.commKey ^ 1, 0, 1);
   return 0;
 }

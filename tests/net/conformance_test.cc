@@ -28,7 +28,7 @@
 #include "transport/net/adapters.h"
 #include "transport/net/net_abi.h"
 
-namespace braid::transport::net {
+namespace braid::network {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -614,4 +614,4 @@ std::string versionName(const ::testing::TestParamInfo<int>& info) { return "v" 
 INSTANTIATE_TEST_SUITE_P(Versions, NetConformance, ::testing::Values(11, 10, 9, 8), versionName);
 
 }  // namespace
-}  // namespace braid::transport::net
+}  // namespace braid::network

@@ -7,7 +7,7 @@
 
 #include "transport/net/net_abi.h"
 
-using namespace braid::transport::net;
+using namespace braid::network;
 
 namespace {
 

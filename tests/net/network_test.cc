@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace braid::transport::net {
+namespace braid::network {
 namespace {
 
 class Env {
@@ -114,4 +114,4 @@ TEST(NetCheck, AFailedCallNamesTheNetworkTheCallAndWhatItLogged) {
 }
 
 }  // namespace
-}  // namespace braid::transport::net
+}  // namespace braid::network

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-namespace braid::transport::net {
+namespace braid::network {
 namespace {
 
 constexpr size_t kOldMaxMessageBytes = size_t{1} << 30;  // what NCCL assumes for plugins before v9
@@ -349,4 +349,4 @@ NetV10 exportAsV10(const NetV11& base) {
   return o;
 }
 
-}  // namespace braid::transport::net
+}  // namespace braid::network

@@ -15,7 +15,7 @@
 #include "core/status.h"
 #include "transport/net/net_abi.h"
 
-namespace braid::transport::net {
+namespace braid::network {
 
 Status adaptV8(const NetV8* old, NetV11* out);
 Status adaptV9(const NetV9* old, NetV11* out);
@@ -25,4 +25,4 @@ NetV8 exportAsV8(const NetV11& base);
 NetV9 exportAsV9(const NetV11& base);
 NetV10 exportAsV10(const NetV11& base);
 
-}  // namespace braid::transport::net
+}  // namespace braid::network

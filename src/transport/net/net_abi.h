@@ -16,7 +16,7 @@
 
 #include "nccl.h"  // ncclResult_t, ncclDataType_t, ncclRedOp_t: the same enums the ABI uses
 
-namespace braid::transport::net {
+namespace braid::network {
 
 /// Bytes of the handle that listen() writes and the peer passes to connect(), carried by the
 /// bootstrap.
@@ -245,4 +245,4 @@ static_assert(sizeof(NetV9) == 20 * sizeof(void*), "ncclNet_v9_t layout");
 static_assert(sizeof(NetV10) == 20 * sizeof(void*), "ncclNet_v10_t layout");
 static_assert(sizeof(NetV11) == 22 * sizeof(void*), "ncclNet_v11_t layout");
 
-}  // namespace braid::transport::net
+}  // namespace braid::network

@@ -13,7 +13,7 @@
 #include "transport/net/adapters.h"
 #include "transport/net/socket_net.h"
 
-namespace braid::transport::net {
+namespace braid::network {
 namespace {
 
 thread_local std::string tWarnings;
@@ -251,4 +251,4 @@ Status Network::check(ncclResult_t result, const std::string& call) const {
                                     (said.empty() ? std::string(" (it logged nothing)") : ": " + said));
 }
 
-}  // namespace braid::transport::net
+}  // namespace braid::network

@@ -24,7 +24,7 @@
 #include "core/status.h"
 #include "transport/net/net_abi.h"
 
-namespace braid::transport::net {
+namespace braid::network {
 
 /// The files to try for a plugin spec (NCCL_NET_PLUGIN's value), in order. `*optional` is set
 /// when the spec was empty: the default file may well be missing.
@@ -76,4 +76,4 @@ class Network {
   std::vector<NetPropertiesV11> props_;
 };
 
-}  // namespace braid::transport::net
+}  // namespace braid::network

@@ -22,14 +22,14 @@ __attribute__((constructor)) void adoptNcclSocketEnvironment() {
 
 }  // namespace
 
-using braid::transport::net::socketNetwork;
+using braid::network::socketNetwork;
 
 extern "C" {
-__attribute__((visibility("default"))) braid::transport::net::NetV11 ncclNetPlugin_v11 = socketNetwork();
-__attribute__((visibility("default"))) braid::transport::net::NetV10 ncclNetPlugin_v10 =
-    braid::transport::net::exportAsV10(socketNetwork());
-__attribute__((visibility("default"))) braid::transport::net::NetV9 ncclNetPlugin_v9 =
-    braid::transport::net::exportAsV9(socketNetwork());
-__attribute__((visibility("default"))) braid::transport::net::NetV8 ncclNetPlugin_v8 =
-    braid::transport::net::exportAsV8(socketNetwork());
+__attribute__((visibility("default"))) braid::network::NetV11 ncclNetPlugin_v11 = socketNetwork();
+__attribute__((visibility("default"))) braid::network::NetV10 ncclNetPlugin_v10 =
+    braid::network::exportAsV10(socketNetwork());
+__attribute__((visibility("default"))) braid::network::NetV9 ncclNetPlugin_v9 =
+    braid::network::exportAsV9(socketNetwork());
+__attribute__((visibility("default"))) braid::network::NetV8 ncclNetPlugin_v8 =
+    braid::network::exportAsV8(socketNetwork());
 }

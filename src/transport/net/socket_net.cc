@@ -2,7 +2,9 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdarg>
 #include <cstring>
@@ -20,7 +22,7 @@
 #include "net/interface.h"
 #include "net/socket.h"
 
-namespace braid::transport::net {
+namespace braid::network {
 namespace {
 
 using braid::net::InterfaceAddress;
@@ -181,8 +183,16 @@ struct Request {
   size_t dataMoved = 0;
 };
 
+// The first member of every comm this network hands out, telling what it is.
+enum class Kind : uint64_t {
+  kSend = 0x62726169645f5344ull,
+  kRecv = 0x62726169645f5243ull,
+  kListen = 0x62726169645f4c53ull
+};
+
 struct Comm {
-  explicit Comm(bool sending) : send(sending) {}
+  explicit Comm(bool sending) : kind(sending ? Kind::kSend : Kind::kRecv), send(sending) {}
+  const Kind kind;
   const bool send;
   Socket socket;
   Request requests[kNetMaxRequests];
@@ -192,6 +202,7 @@ struct Comm {
 };
 
 struct ListenComm {
+  const Kind kind = Kind::kListen;
   Socket socket;
   uint64_t nonce = 0;
   std::string where;  // "eth0 10.0.0.1:41234"
@@ -224,11 +235,18 @@ struct Context {
 // hold any bytes there: only these values are followed).
 std::set<Connecting*> gConnecting;
 
-ncclResult_t failComm(Comm* c, const Status& st) {
+// `between`: the connection ended between two messages (its peer closed it after its last one):
+// an end, logged as information, still an error for the receive that waited.
+ncclResult_t failComm(Comm* c, const Status& st, bool between) {
   if (c->failed == ncclSuccess) {
     c->failed = resultOf(st);
     c->failure = st.message();
-    fail(c->failed, std::string(c->send ? "send" : "receive") + " connection failed: " + st.message());
+    std::string what = std::string(c->send ? "send" : "receive") + " connection failed: " + st.message();
+    if (between && c->failed == ncclRemoteError) {
+      logLine(kNetLogInfo, "NET/BraidSocket: " + what + " (between messages: the peer closed it)");
+    } else {
+      fail(c->failed, what);
+    }
   }
   return c->failed;
 }
@@ -299,7 +317,7 @@ ncclResult_t progress(Comm* c) {
     Request* r = c->queue.front();
     bool finished = false;
     Status st = c->send ? progressSend(r, &finished) : progressRecv(r, &finished);
-    if (!st.isOk()) return failComm(c, st);
+    if (!st.isOk()) return failComm(c, st, !c->send && r->headerMoved == 0);
     if (!finished) break;
     r->done = true;
     c->queue.pop_front();
@@ -619,4 +637,28 @@ const NetV11 kSocketNetwork = {
 
 const NetV11& socketNetwork() { return kSocketNetwork; }
 
-}  // namespace braid::transport::net
+std::string socketNetDeviceAddress(int dev) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (dev < 0 || dev >= static_cast<int>(gDevices.size())) return std::string();
+  return gDevices[static_cast<size_t>(dev)].address.hostString();
+}
+
+int socketNetFd(void* comm) {
+  if (comm == nullptr) return -1;
+  Kind kind;
+  std::memcpy(&kind, comm, sizeof(kind));
+  if (kind == Kind::kSend || kind == Kind::kRecv) return static_cast<Comm*>(comm)->socket.fd();
+  if (kind == Kind::kListen) return static_cast<ListenComm*>(comm)->socket.fd();
+  return -1;
+}
+
+bool socketNetPeerClosed(void* sendComm) {
+  Comm* c = static_cast<Comm*>(sendComm);
+  if (c == nullptr || c->kind != Kind::kSend) return false;
+  if (c->failed != ncclSuccess) return true;
+  char byte = 0;
+  ssize_t n = ::recv(c->socket.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+}  // namespace braid::network

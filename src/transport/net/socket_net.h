@@ -19,11 +19,22 @@
 // through the logger given to init.
 #pragma once
 
+#include <string>
+
 #include "transport/net/net_abi.h"
 
-namespace braid::transport::net {
+namespace braid::network {
 
 /// The socket network's function table (name "BraidSocket"; braid's libnccl-net-braid.so exports it).
 const NetV11& socketNetwork();
 
-}  // namespace braid::transport::net
+/// For braid's own proxies, which sleep in poll() when idle: the socket under a listen, send or
+/// receive comm of this network (-1 for anything else).
+int socketNetFd(void* comm);
+/// The address (without port) of device `dev` once discovered ("" for none).
+std::string socketNetDeviceAddress(int dev);
+/// True when the peer of a send comm of this network closed its end or died (looked at without
+/// waiting; only meaningful while no send is in flight, when nothing else may arrive).
+bool socketNetPeerClosed(void* sendComm);
+
+}  // namespace braid::network

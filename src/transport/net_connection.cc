@@ -1,0 +1,286 @@
+#include "transport/net_connection.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+#include "transport/net/socket_net.h"
+
+namespace braid::transport {
+
+void pieceOf(size_t bytes, int lane, int lanes, size_t* begin, size_t* end) {
+  size_t used = std::min<size_t>(static_cast<size_t>(lanes), std::max<size_t>(1, bytes / kMinPieceBytes));
+  size_t i = static_cast<size_t>(lane);
+  if (i >= used) {
+    *begin = *end = 0;
+    return;
+  }
+  *begin = bytes * i / used;
+  *end = bytes * (i + 1) / used;
+}
+
+NetConnection::NetConnection(bool outgoing, int peer, int slots, size_t slotBytes, int lanes, FifoObserver* observer)
+    : outgoing_(outgoing), peer_(peer), fifo_(slots, slotBytes), observer_(observer), lanes_(lanes) {
+  fifo_.setObserver(observer);
+}
+
+bool NetConnection::agreeLanes(int lanes) {
+  int none = 0;
+  if (lanes_.compare_exchange_strong(none, lanes, std::memory_order_acq_rel)) return true;
+  return none == lanes;
+}
+
+void NetConnection::laneDone(int lane, uint64_t slots) {
+  laneDone_[lane].store(slots, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = lanes();
+  uint64_t all = UINT64_MAX;
+  for (int i = 0; i < n; ++i) all = std::min(all, laneDone_[i].load(std::memory_order_acquire));
+  if (outgoing_) {
+    while (fifo_.headCount() < all) fifo_.release();
+  } else {
+    for (uint64_t t = fifo_.tailCount(); t < all; ++t)
+      fifo_.publish(sizes_[t % fifo_.slots()], tags_[t % fifo_.slots()]);
+    if (fifo_.tailCount() >= endBefore_) fail();
+  }
+}
+
+void NetConnection::endBefore(uint64_t counter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  endBefore_ = std::min(endBefore_, counter);
+  if (fifo_.tailCount() >= endBefore_) fail();
+}
+
+void NetConnection::setSlotSize(uint64_t counter, uint64_t bytes, const CallTag& tag) {
+  sizes_[counter % fifo_.slots()] = bytes;
+  tags_[counter % fifo_.slots()] = tag;
+  sizeKnown_[counter % fifo_.slots()].store(counter + 1, std::memory_order_release);
+  if (lanes() > 1) observer_->wake();  // lanes of other proxy threads may wait for it
+}
+
+bool NetConnection::slotSize(uint64_t counter, uint64_t* bytes) const {
+  if (sizeKnown_[counter % fifo_.slots()].load(std::memory_order_acquire) != counter + 1) return false;
+  *bytes = sizes_[counter % fifo_.slots()];
+  return true;
+}
+
+void NetConnection::fail() {
+  if (fifo_.closedBy() < 0) fifo_.close(peer_);
+}
+
+NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const network::Network* network, void* comm)
+    : connection_(std::move(connection)), index_(index), network_(network), comm_(comm) {
+  HostFifo& fifo = connection_->fifo();
+  for (int k = 0; k < fifo.slots(); ++k) {
+    void* mh = nullptr;
+    Status st = network_->check(
+        network_->api().regMr(comm_, fifo.wireAt(k), HostFifo::kWireBytes + fifo.slotBytes(), network::kPtrHost, &mh),
+        "regMr of a FIFO slot");
+    if (!st.isOk()) {
+      BRAID_WARN(log::Subsys::kNet, "connection with rank ", connection_->peer(), ": ", st.message());
+      finish(true);
+      return;
+    }
+    mhandles_.push_back(mh);
+  }
+}
+
+NetLane::~NetLane() {
+  for (void* mh : mhandles_) network_->api().deregMr(comm_, mh);
+  if (comm_ != nullptr) {
+    if (connection_->outgoing()) {
+      network_->api().closeSend(comm_);
+    } else {
+      network_->api().closeRecv(comm_);
+    }
+  }
+}
+
+void* NetLane::memoryOf(uint64_t slot) { return mhandles_[slot % mhandles_.size()]; }
+
+void NetLane::finish(bool failConnection) {
+  if (finished_) return;
+  finished_ = true;
+  // Requests in flight go with the network connection; the peer sees it close.
+  if (comm_ != nullptr) {
+    for (void* mh : mhandles_) network_->api().deregMr(comm_, mh);
+    mhandles_.clear();
+    if (connection_->outgoing()) {
+      network_->api().closeSend(comm_);
+    } else {
+      network_->api().closeRecv(comm_);
+    }
+    comm_ = nullptr;
+  }
+  posted_.clear();
+  if (failConnection) connection_->fail();
+}
+
+bool NetLane::step() {
+  if (finished_) return false;
+  if (connection_->fifo().closedBy() >= 0) {
+    // Closed by this rank (a failed call, an abort) or by a lane that saw the peer go: stop, and
+    // let the peer see the connection end.
+    finish(false);
+    return true;
+  }
+  bool moved = post();
+  if (finished_) return true;
+  moved |= complete();
+  if (!finished_ && moved) post();
+  return moved;
+}
+
+bool NetLane::post() {
+  HostFifo& fifo = connection_->fifo();
+  bool moved = false;
+  while (!finished_ && drainBefore_ == UINT64_MAX && posted_.size() < static_cast<size_t>(fifo.slots())) {
+    bool ok = connection_->outgoing() ? postSend(next_) : postRecv(next_);
+    if (!ok) break;
+    ++next_;
+    moved = true;
+  }
+  return moved;
+}
+
+// Lane 0 sends [size, tag, piece 0] from the slot's own memory; other lanes their piece, if any.
+bool NetLane::postSend(uint64_t slot) {
+  HostFifo& fifo = connection_->fifo();
+  if (slot >= fifo.tailCount()) return false;
+  size_t begin = 0, end = 0;
+  pieceOf(fifo.sizeAt(slot), index_, connection_->lanes(), &begin, &end);
+  char* data = index_ == 0 ? fifo.wireAt(slot) : fifo.slotAt(slot) + begin;
+  size_t bytes = index_ == 0 ? HostFifo::kWireBytes + end : end - begin;
+  if (index_ != 0 && bytes == 0) {
+    posted_.push_back({slot, nullptr});
+    return true;
+  }
+  void* request = nullptr;
+  Status st = network_->check(network_->api().isend(comm_, data, bytes, index_, memoryOf(slot), nullptr, &request),
+                              "isend to rank " + std::to_string(connection_->peer()));
+  if (!st.isOk()) {
+    BRAID_WARN(log::Subsys::kNet, st.message());
+    finish(true);
+    return false;
+  }
+  if (request == nullptr) return false;  // the network is full: later
+  posted_.push_back({slot, request});
+  return true;
+}
+
+// Into free slots only; lane 0 takes the size and tag with its piece, the others wait for them.
+bool NetLane::postRecv(uint64_t slot) {
+  HostFifo& fifo = connection_->fifo();
+  if (slot - fifo.headCount() >= static_cast<uint64_t>(fifo.slots())) return false;
+  void* data = fifo.wireAt(slot);
+  size_t bytes = HostFifo::kWireBytes + fifo.slotBytes();
+  if (index_ != 0) {
+    uint64_t size = 0;
+    if (!connection_->slotSize(slot, &size)) return false;
+    size_t begin = 0, end = 0;
+    pieceOf(size, index_, connection_->lanes(), &begin, &end);
+    if (end == begin) {
+      posted_.push_back({slot, nullptr});
+      return true;
+    }
+    data = fifo.slotAt(slot) + begin;
+    bytes = end - begin;
+  }
+  int tag = index_;
+  void* request = nullptr;
+  ncclResult_t r =
+      network_->api().irecv(comm_, 1, &data, &bytes, &tag, &mhandles_[slot % mhandles_.size()], nullptr, &request);
+  Status st = network_->check(r, "irecv from rank " + std::to_string(connection_->peer()));
+  if (r == ncclRemoteError) {
+    // The peer went away: the receives posted before this one may still have completed; they are
+    // tested first, then the connection ends before this slot.
+    BRAID_INFO(log::Subsys::kNet, st.message(), " (slot ", slot, ", lane ", index_, ")");
+    drainBefore_ = slot;
+    return false;
+  }
+  if (!st.isOk()) {
+    BRAID_WARN(log::Subsys::kNet, st.message());
+    finish(true);
+    return false;
+  }
+  if (request == nullptr) return false;
+  posted_.push_back({slot, request});
+  return true;
+}
+
+bool NetLane::complete() {
+  HostFifo& fifo = connection_->fifo();
+  bool moved = false;
+  while (!finished_ && !posted_.empty()) {
+    Posted& p = posted_.front();
+    int size = 0;
+    if (p.request != nullptr) {
+      int done = 0;
+      ncclResult_t r = network_->api().test(p.request, &done, &size);
+      if (r != ncclSuccess) {
+        Status st =
+            network_->check(r, "test of a " + std::string(connection_->outgoing() ? "send to" : "receive from") +
+                                   " rank " + std::to_string(connection_->peer()));
+        uint64_t slot = p.slot;
+        if (!connection_->outgoing() && r == ncclRemoteError) {
+          // The peer went away: what the other lanes finish before this slot still arrives.
+          BRAID_INFO(log::Subsys::kNet, st.message(), " (slot ", slot, ", lane ", index_, ")");
+          finish(false);
+          connection_->endBefore(slot);
+        } else {
+          BRAID_WARN(log::Subsys::kNet, st.message());
+          finish(true);
+        }
+        return true;
+      }
+      if (!done) break;
+    }
+    if (!connection_->outgoing() && index_ == 0) {
+      uint64_t bytes = fifo.sizeAt(p.slot);
+      size_t begin = 0, end = 0;
+      pieceOf(bytes, 0, std::max(1, connection_->lanes()), &begin, &end);
+      if (bytes > fifo.slotBytes() || static_cast<size_t>(size) != HostFifo::kWireBytes + end) {
+        BRAID_WARN(log::Subsys::kNet, "network transport: rank ", connection_->peer(), " sent ", size,
+                   " bytes for a slot announced as ", bytes, " bytes (this rank's slots hold ", fifo.slotBytes(),
+                   "; mismatched BRAID_CHUNK_BYTES?)");
+        finish(true);
+        return true;
+      }
+      connection_->setSlotSize(p.slot, bytes, fifo.tagAt(p.slot));
+    }
+    posted_.pop_front();
+    connection_->laneDone(index_, ++done_);
+    moved = true;
+  }
+  if (!finished_ && posted_.empty() && drainBefore_ != UINT64_MAX) {
+    finish(false);
+    connection_->endBefore(drainBefore_);
+    moved = true;
+  }
+  return moved;
+}
+
+pollfd NetLane::pollEntry() const {
+  pollfd p{-1, 0, 0};
+  if (finished_ || !network_->builtIn()) return p;
+  p.fd = network::socketNetFd(comm_);
+  if (connection_->outgoing()) {
+    // In flight: wait for room in the socket. Idle: nothing comes from the receiver, so readable
+    // means it closed or died.
+    p.events = posted_.empty() ? POLLIN : POLLOUT;
+  } else if (!posted_.empty()) {
+    p.events = POLLIN;
+  } else {
+    p.fd = -1;  // no free slot: leave the data in the socket
+  }
+  return p;
+}
+
+void NetLane::checkIdle(short revents) {
+  if (finished_ || !connection_->outgoing() || !posted_.empty() || revents == 0) return;
+  if (network::socketNetPeerClosed(comm_)) {
+    BRAID_INFO(log::Subsys::kNet, "network transport: connection to rank ", connection_->peer(), " ended");
+    finish(true);
+  }
+}
+
+}  // namespace braid::transport

@@ -1,0 +1,388 @@
+#include "transport/net_transport.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/log.h"
+#include "transport/net/socket_net.h"
+
+namespace braid::transport {
+namespace {
+
+constexpr uint64_t kHelloMagic = 0x627261696448454cull;  // "braidNET" lanes' hello
+constexpr int kIdleSpins = 64;                           // step passes before a proxy sleeps in poll()
+constexpr int kPollMs = 100;                             // longest sleep: how late a stop is seen
+constexpr int kPluginNapMs = 1;                          // a proxy's nap when a lane has no descriptor
+constexpr int64_t kHelloWaitMs = 10000;                  // an accepted lane must introduce itself by then
+constexpr int64_t kMaxFlushMs = 10000;
+constexpr int kMaxChannelsOrConns = 1024;
+
+using Clock = std::chrono::steady_clock;
+
+std::string describeHello(const NetHello& h) {
+  return "rank " + std::to_string(h.src) + " -> " + std::to_string(h.dst) + ", channel " + std::to_string(h.channel) +
+         ", connection " + std::to_string(h.connId) + ", lane " + std::to_string(h.index) + " of " +
+         std::to_string(h.lanes);
+}
+
+}  // namespace
+
+std::string checkNetHello(const NetHello& h, uint64_t commKey, int rank, int nranks) {
+  if (h.magic != kHelloMagic) return "not a braid network-transport hello";
+  if (h.commKey != commKey) return "for another communicator";
+  if (h.dst != rank || h.src < 0 || h.src >= nranks || h.src == rank)
+    return "ranks out of range (" + describeHello(h) + ")";
+  if (h.channel < 0 || h.channel >= kMaxChannelsOrConns || h.connId < 0 || h.connId >= kMaxChannelsOrConns ||
+      h.lanes < 1 || h.lanes > kMaxLanesPerConnection || h.index < 0 || h.index >= h.lanes) {
+    return "fields out of range (" + describeHello(h) + ")";
+  }
+  return "";
+}
+
+// One proxy thread and the lanes it drives.
+struct NetTransport::Proxy {
+  Waker waker;
+  std::mutex mu;
+  std::vector<std::unique_ptr<NetLane>> added;  // handed over by other threads
+  std::vector<std::unique_ptr<NetLane>> lanes;  // this thread's own
+  std::thread thread;
+
+  void run(const std::atomic<bool>& stop);
+  bool adopt() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (added.empty()) return false;
+    for (auto& lane : added) lanes.push_back(std::move(lane));
+    added.clear();
+    return true;
+  }
+  bool stepAll() {
+    bool moved = false;
+    for (auto& lane : lanes) moved |= lane->step();
+    return moved;
+  }
+};
+
+// Step every lane until nothing moves for a few passes, then sleep in poll() on the lanes' sockets
+// and the waker (FIFO changes, new lanes, stop).
+void NetTransport::Proxy::run(const std::atomic<bool>& stop) {
+  std::vector<pollfd> fds;
+  int idle = 0;
+  while (!stop.load(std::memory_order_acquire)) {
+    bool moved = adopt();
+    moved |= stepAll();
+    lanes.erase(std::remove_if(lanes.begin(), lanes.end(), [](const auto& l) { return l->finished(); }), lanes.end());
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < kIdleSpins) {
+      std::this_thread::yield();
+      continue;
+    }
+    waker.prepareSleep();
+    if (!stop.load(std::memory_order_acquire) && !adopt() && !stepAll()) {
+      fds.clear();
+      fds.push_back({waker.fd(), POLLIN, 0});
+      for (const auto& lane : lanes) fds.push_back(lane->pollEntry());
+      // A network without descriptors (a plugin) is polled again after a short nap instead.
+      bool external = std::any_of(lanes.begin(), lanes.end(), [](const auto& l) { return !l->pollable(); });
+      if (poll(fds.data(), fds.size(), external ? kPluginNapMs : kPollMs) > 0) {
+        for (size_t i = 1; i < fds.size(); ++i) lanes[i - 1]->checkIdle(fds[i].revents);
+      }
+    }
+    waker.endSleep();
+    idle = 0;
+  }
+}
+
+struct NetTransport::Pending {
+  void* comm = nullptr;  // accepted, not yet introduced
+  void* mhandle = nullptr;
+  void* request = nullptr;
+  NetHello hello{};
+  Clock::time_point since = Clock::now();
+};
+
+NetTransport::NetTransport(uint64_t commKey, int rank, int nranks, NetOptions options, const std::atomic<bool>* abort)
+    : commKey_(commKey), rank_(rank), nranks_(nranks), options_(options), abort_(abort) {}
+
+NetTransport::~NetTransport() {
+  if (acceptor_.joinable()) flush();
+  stop_.store(true, std::memory_order_release);
+  acceptWaker_.wake();
+  wake();
+  if (acceptor_.joinable()) acceptor_.join();
+  for (auto& proxy : proxies_) {
+    if (proxy->thread.joinable()) proxy->thread.join();
+  }
+  proxies_.clear();  // the lanes close their network connections
+  connections_.clear();
+  if (listenComm_ != nullptr) network_->api().closeListen(listenComm_);
+}
+
+Status NetTransport::listen(const braid::net::SocketAddress& interfaceAddress, NetHandle* handle) {
+  BRAID_RETURN_IF_ERROR(network::Network::open(commKey_, &network_));
+  device_ = 0;
+  if (network_->builtIn()) {
+    // The built-in network's device with the bootstrap's address: the interface the job already uses.
+    for (int d = 0; d < network_->deviceCount(); ++d) {
+      if (network::socketNetDeviceAddress(d) == interfaceAddress.hostString()) device_ = d;
+    }
+  }
+  std::memset(handle->data(), 0, handle->size());
+  BRAID_RETURN_IF_ERROR(
+      network_->check(network_->api().listen(network_->context(), device_, handle->data(), &listenComm_),
+                      "listen on " + network_->describeDevice(device_)));
+  return Status::ok();
+}
+
+std::string NetTransport::describe() const {
+  return network_ == nullptr ? std::string("(no network)") : network_->describeDevice(device_);
+}
+
+Status NetTransport::start(std::vector<NetHandle> peers) {
+  BRAID_RETURN_IF_ERROR(acceptWaker_.status());
+  if (network_ == nullptr || listenComm_ == nullptr) return internalError("network transport started before listen");
+  peers_ = std::move(peers);
+  int threads = std::max(1, options_.nThreads);
+  for (int i = 0; i < threads; ++i) {
+    proxies_.push_back(std::make_unique<Proxy>());
+    BRAID_RETURN_IF_ERROR(proxies_.back()->waker.status());
+  }
+  for (auto& proxy : proxies_) {
+    Proxy* p = proxy.get();
+    p->thread = std::thread([this, p] {
+      log::ScopedRank scoped(rank_);
+      p->run(stop_);
+    });
+  }
+  acceptor_ = std::thread([this] {
+    log::ScopedRank scoped(rank_);
+    acceptLoop();
+  });
+  BRAID_INFO(log::Subsys::kNet, "network transport: ", describe(), " from ", network_->origin(), ", ", threads,
+             " proxy thread(s), ", threads * std::max(1, options_.nSocksPerThread), " lane(s) per connection");
+  return Status::ok();
+}
+
+void NetTransport::wake() {
+  for (auto& proxy : proxies_) proxy->waker.wake();
+}
+
+std::shared_ptr<NetConnection> NetTransport::findOrMake(const Key& key, bool outgoing, int lanes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = connections_[key];
+  if (slot == nullptr) {
+    int peer = outgoing ? std::get<3>(key) : std::get<2>(key);
+    slot = std::make_shared<NetConnection>(outgoing, peer, options_.slots, options_.slotBytes, lanes, this);
+  }
+  return slot;
+}
+
+void NetTransport::addLane(std::shared_ptr<NetConnection> connection, int index, void* comm) {
+  size_t which = static_cast<size_t>(index / std::max(1, options_.nSocksPerThread)) % proxies_.size();
+  Proxy& proxy = *proxies_[which];
+  {
+    std::lock_guard<std::mutex> lock(proxy.mu);
+    proxy.added.push_back(std::make_unique<NetLane>(std::move(connection), index, network_.get(), comm));
+  }
+  proxy.waker.wake();
+}
+
+// Connects one lane to `dst` and sends its hello, within `deadline`.
+Status NetTransport::connectLane(int dst, const NetHello& hello, const braid::net::Deadline& deadline,
+                                 void** sendComm) {
+  const network::NetV11& api = network_->api();
+  std::string who = "rank " + std::to_string(dst) + " (network transport, " + network_->name() + ")";
+  NetHandle handle = peers_[dst];  // this copy carries the connect in progress
+  *sendComm = nullptr;
+  while (*sendComm == nullptr) {
+    BRAID_RETURN_IF_ERROR(network_->check(api.connect(network_->context(), device_, handle.data(), sendComm, nullptr),
+                                          "connect to " + who));
+    if (*sendComm != nullptr) break;
+    BRAID_RETURN_IF_ERROR(deadline.check("connecting to " + who));
+    std::this_thread::yield();
+  }
+  NetHello copy = hello;
+  void* mh = nullptr;
+  void* request = nullptr;
+  Status st = network_->check(api.regMr(*sendComm, &copy, sizeof(copy), network::kPtrHost, &mh), "regMr");
+  while (st.isOk() && request == nullptr) {
+    st = network_->check(api.isend(*sendComm, &copy, sizeof(copy), -1, mh, nullptr, &request), "isend of the hello");
+    if (st.isOk() && request == nullptr) st = deadline.check("sending the hello to " + who);
+  }
+  for (int done = 0; st.isOk() && !done;) {
+    st = network_->check(api.test(request, &done, nullptr), "sending the hello to " + who);
+    if (st.isOk() && !done) {
+      st = deadline.check("sending the hello to " + who);
+      std::this_thread::yield();
+    }
+  }
+  if (mh != nullptr) api.deregMr(*sendComm, mh);
+  if (!st.isOk()) {
+    api.closeSend(*sendComm);
+    *sendComm = nullptr;
+  }
+  return st;
+}
+
+Status NetTransport::connection(int channel, int connId, int src, int dst, HostFifo** out) {
+  Key key{channel, connId, src, dst};
+  bool outgoing = src == rank_;
+  if (!outgoing) {
+    *out = &findOrMake(key, false, 0)->fifo();
+    return Status::ok();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = connections_.find(key);
+    if (it != connections_.end()) {
+      *out = &it->second->fifo();
+      return Status::ok();
+    }
+  }
+  int lanes =
+      std::min(kMaxLanesPerConnection, static_cast<int>(proxies_.size()) * std::max(1, options_.nSocksPerThread));
+  braid::net::Deadline deadline = braid::net::Deadline::in(options_.timeoutMs, abort_);
+  std::vector<void*> comms(lanes, nullptr);
+  Status st = Status::ok();
+  for (int i = 0; i < lanes && st.isOk(); ++i) {
+    NetHello hello{kHelloMagic, commKey_, src, dst, channel, connId, i, lanes};
+    st = connectLane(dst, hello, deadline, &comms[i]);
+  }
+  if (!st.isOk()) {
+    for (void* c : comms) {
+      if (c != nullptr) network_->api().closeSend(c);
+    }
+    return st;
+  }
+  auto connection = findOrMake(key, true, lanes);
+  for (int i = 0; i < lanes; ++i) addLane(connection, i, comms[i]);
+  BRAID_INFO(log::Subsys::kNet, "channel ", channel, " connection ", connId, ": ", src, " -> ", dst, " via NET/",
+             network_->name(), "/", device_, " (", lanes, " lane(s))");
+  *out = &connection->fifo();
+  return Status::ok();
+}
+
+// Accepts lanes and waits for their hellos without ever blocking on one: a lane that says nothing,
+// or something else, is dropped without delaying real peers.
+void NetTransport::acceptLoop() {
+  const network::NetV11& api = network_->api();
+  std::vector<std::unique_ptr<Pending>> pending;
+  int napUs = 50;
+  while (!stop_.load(std::memory_order_acquire)) {
+    bool moved = false;
+    for (;;) {
+      void* comm = nullptr;
+      Status st = network_->check(api.accept(listenComm_, &comm, nullptr), "accept");
+      if (!st.isOk()) BRAID_WARN(log::Subsys::kNet, "network transport: ", st.message());
+      if (comm == nullptr) break;
+      auto p = std::make_unique<Pending>();
+      p->comm = comm;
+      pending.push_back(std::move(p));
+      moved = true;
+    }
+    auto now = Clock::now();
+    for (auto& p : pending) {
+      if (stepPending(*p)) {
+        p.reset();
+        moved = true;
+      } else if (now - p->since > std::chrono::milliseconds(kHelloWaitMs)) {
+        BRAID_WARN(log::Subsys::kNet, "network transport: dropped a connection that did not introduce itself within ",
+                   kHelloWaitMs, " ms");
+        if (p->mhandle != nullptr) api.deregMr(p->comm, p->mhandle);
+        api.closeRecv(p->comm);
+        p.reset();
+      }
+    }
+    pending.erase(std::remove(pending.begin(), pending.end(), nullptr), pending.end());
+    if (moved) {
+      napUs = 50;
+      continue;
+    }
+    // Nothing new: sleep on the listener (the built-in network) or nap, longer while idle.
+    std::vector<pollfd> fds{{acceptWaker_.fd(), POLLIN, 0}};
+    int fd = network_->builtIn() ? network::socketNetFd(listenComm_) : -1;
+    if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    for (const auto& p : pending) {
+      int pfd = network_->builtIn() ? network::socketNetFd(p->comm) : -1;
+      if (pfd >= 0) fds.push_back({pfd, POLLIN, 0});
+    }
+    bool nap = fd < 0 || !pending.empty();
+    acceptWaker_.prepareSleep();
+    if (!stop_.load(std::memory_order_acquire)) poll(fds.data(), fds.size(), nap ? std::max(1, napUs / 1000) : kPollMs);
+    acceptWaker_.endSleep();
+    napUs = std::min(napUs * 2, 10000);
+  }
+  for (auto& p : pending) {
+    if (p->mhandle != nullptr) api.deregMr(p->comm, p->mhandle);
+    api.closeRecv(p->comm);
+  }
+}
+
+// True when the pending lane is done with: adopted, or dropped.
+bool NetTransport::stepPending(Pending& p) {
+  const network::NetV11& api = network_->api();
+  Status st = Status::ok();
+  if (p.request == nullptr) {
+    if (p.mhandle == nullptr) {
+      st = network_->check(api.regMr(p.comm, &p.hello, sizeof(p.hello), network::kPtrHost, &p.mhandle), "regMr");
+    }
+    void* data = &p.hello;
+    size_t size = sizeof(p.hello);
+    int tag = -1;
+    if (st.isOk()) {
+      st = network_->check(api.irecv(p.comm, 1, &data, &size, &tag, &p.mhandle, nullptr, &p.request),
+                           "irecv of a hello");
+    }
+    if (st.isOk() && p.request == nullptr) return false;
+  }
+  int done = 0, bytes = 0;
+  if (st.isOk()) st = network_->check(api.test(p.request, &done, &bytes), "receiving a hello");
+  if (st.isOk() && !done) return false;
+  if (st.isOk() && bytes != static_cast<int>(sizeof(p.hello))) {
+    st = remoteError("a hello of " + std::to_string(bytes) + " bytes");
+  }
+  std::string wrong = st.isOk() ? checkNetHello(p.hello, commKey_, rank_, nranks_) : st.message();
+  api.deregMr(p.comm, p.mhandle);
+  p.mhandle = nullptr;
+  if (!wrong.empty()) {
+    BRAID_WARN(log::Subsys::kNet, "network transport: dropped a connection: ", wrong);
+    api.closeRecv(p.comm);
+    return true;
+  }
+  adopt(p.hello, p.comm);
+  return true;
+}
+
+void NetTransport::adopt(const NetHello& h, void* recvComm) {
+  auto connection = findOrMake(Key{h.channel, h.connId, h.src, h.dst}, false, 0);
+  if (!connection->agreeLanes(h.lanes)) {
+    BRAID_WARN(log::Subsys::kNet, "network transport: dropped a lane of ", describeHello(h), ": the connection uses ",
+               connection->lanes(), " lanes");
+    network_->api().closeRecv(recvComm);
+    return;
+  }
+  addLane(std::move(connection), h.index, recvComm);
+}
+
+// Gives the proxies time to send what this rank's last calls queued: a call returns once its data
+// is in the FIFOs, and the peer still needs it.
+void NetTransport::flush() {
+  auto until = Clock::now() + std::chrono::milliseconds(std::min(options_.timeoutMs, kMaxFlushMs));
+  for (;;) {
+    bool pending = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& kv : connections_) {
+        HostFifo& f = kv.second->fifo();
+        if (kv.second->outgoing() && f.closedBy() < 0 && f.headCount() < f.tailCount()) pending = true;
+      }
+    }
+    if (!pending || Clock::now() > until || (abort_ != nullptr && abort_->load())) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+}  // namespace braid::transport

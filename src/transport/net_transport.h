@@ -1,0 +1,111 @@
+// Network transport: connections between ranks on different hosts (and between processes of one
+// host when BRAID_SHM_DISABLE=1) through the network layer (transport/net/network.h: a net plugin,
+// or braid's built-in socket network), driven by proxy threads.
+//
+//   lane threads of the algorithm                 proxy threads (BRAID_SOCKET_NTHREADS)
+//        |  HostFifo per connection                    |  each drives BRAID_NSOCKS_PERTHREAD
+//        v                                             v  lanes (network connections) of every connection
+//   [outgoing FIFO] ---- lanes 0..k-1 ---->  peer's acceptor hands them to its proxy threads
+//
+// Every rank listens once on one device of the network (the built-in one: the device with the
+// bootstrap's address) and the 128-byte handles are exchanged at init. A connection is made on
+// first use by its sender, which connects k = NTHREADS x NSOCKS_PERTHREAD lanes to the receiver's
+// handle and introduces each with a hello message (communicator, ranks, channel, connection id,
+// lane index, k). The receiver's acceptor checks the hello (anything else is dropped with a
+// warning; the network itself drops what is not one of its connections) and gives the lane to a
+// proxy thread. See net_connection.h for how the slots move.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "core/status.h"
+#include "net/socket.h"
+#include "transport/host_fifo.h"
+#include "transport/net/network.h"
+#include "transport/net_connection.h"
+#include "transport/waker.h"
+
+namespace braid::transport {
+
+/// What a peer connects to: the handle its network's listen() wrote.
+using NetHandle = std::array<unsigned char, network::kNetHandleBytes>;
+
+struct NetOptions {
+  int nThreads = 1;         // BRAID_SOCKET_NTHREADS: proxy threads of the communicator
+  int nSocksPerThread = 2;  // BRAID_NSOCKS_PERTHREAD: lanes each proxy thread drives per connection
+  int slots = 8;            // FIFO slots per connection (BRAID_STEPS)
+  size_t slotBytes = 0;     // bytes per slot (BRAID_CHUNK_BYTES)
+  int64_t timeoutMs = 0;    // connecting; flushing what is queued at destruction (capped at 10 s)
+};
+
+/// The message that introduces each lane of a connection, in the sender's byte order.
+struct NetHello {
+  uint64_t magic;
+  uint64_t commKey;
+  int32_t src, dst, channel, connId, index, lanes;
+};
+
+/// What is wrong with a hello that arrived at rank `rank` of communicator `commKey` ("" if nothing).
+std::string checkNetHello(const NetHello& hello, uint64_t commKey, int rank, int nranks);
+
+class NetTransport : public FifoObserver {
+ public:
+  NetTransport(uint64_t commKey, int rank, int nranks, NetOptions options, const std::atomic<bool>* abort);
+  /// Sends what is still queued (bounded by the timeout), stops the threads, closes every lane.
+  ~NetTransport() override;
+
+  /// Opens the network and listens on the device for `interfaceAddress` (the bootstrap's);
+  /// `*handle` is what peers connect to.
+  Status listen(const net::SocketAddress& interfaceAddress, NetHandle* handle);
+  /// Every rank's handle (indexed by rank); starts the acceptor and the proxy threads.
+  Status start(std::vector<NetHandle> peers);
+  /// "BraidSocket/0 (eth0, ptrSupport HOST, 10000 Mb/s)" once listening.
+  std::string describe() const;
+
+  /// The FIFO of connection (channel, connId) from `src` to `dst` (one of them this rank), made on
+  /// first use: the sender connects its lanes, the receiver's arrive through the acceptor.
+  Status connection(int channel, int connId, int src, int dst, HostFifo** out);
+
+  /// FifoObserver: a FIFO changed, the proxy threads may have work.
+  void wake() override;
+
+ private:
+  struct Proxy;
+  struct Pending;
+  using Key = std::tuple<int, int, int, int>;  // channel, connId, src, dst
+
+  void acceptLoop();
+  bool stepPending(Pending& pending);
+  void adopt(const NetHello& hello, void* recvComm);
+  void addLane(std::shared_ptr<NetConnection> connection, int index, void* comm);
+  std::shared_ptr<NetConnection> findOrMake(const Key& key, bool outgoing, int lanes);
+  Status connectLane(int dst, const NetHello& hello, const net::Deadline& deadline, void** sendComm);
+  void flush();
+
+  const uint64_t commKey_;
+  const int rank_;
+  const int nranks_;
+  const NetOptions options_;
+  const std::atomic<bool>* abort_;
+  std::unique_ptr<network::Network> network_;
+  int device_ = 0;
+  void* listenComm_ = nullptr;
+  std::vector<NetHandle> peers_;
+  std::vector<std::unique_ptr<Proxy>> proxies_;
+  Waker acceptWaker_;
+  std::thread acceptor_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::map<Key, std::shared_ptr<NetConnection>> connections_;
+};
+
+}  // namespace braid::transport
