@@ -95,6 +95,7 @@ braid_check_deps() {
     command -v pkg-config >/dev/null || { required+=(pkg-config) why+=("pkg-config: the install tier builds with it"); }
     command -v mpirun >/dev/null || { optional+=(openmpi-bin libopenmpi-dev) why+=("openmpi-bin: no mpirun (the multiproc tier's Open MPI cases)"); }
     command -v clang-format >/dev/null || { optional+=(clang-format) why+=("clang-format: the format check"); }
+    command -v ip >/dev/null || { optional+=(iproute2) why+=("iproute2: no ip (the multihost tier's namespaces)"); }
   fi
   if [ ${#required[@]} -gt 0 ] || [ ${#optional[@]} -gt 0 ]; then
     braid_say "missing:"
