@@ -1,0 +1,157 @@
+// braid-net-bench: what a plain TCP socket pair reaches between two hosts, the reference for the
+// network transport's figures (bench/NOTES.md). No braid code moves the bytes: plain POSIX sockets.
+//
+//   braid-net-bench server PORT                 (on one host)
+//   braid-net-bench client HOST PORT [BYTES]    (on the other; BYTES default 128M)
+//
+// The client prints the one-way latency of an 8-byte message (half the median round trip of 2000
+// ping-pongs, TCP_NODELAY) and the rate each way while both ends send BYTES to each other at once
+// (one socket, each side sending and receiving in its own thread).
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void die(const char* what) {
+  std::perror(what);
+  std::exit(1);
+}
+
+void sendAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (k <= 0) die("send");
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+void recvAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t k = ::recv(fd, p, n, 0);
+    if (k <= 0) die("recv");
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+void noDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+size_t parseBytes(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (*end == 'K' || *end == 'k') v *= 1024;
+  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
+  if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
+  return static_cast<size_t>(v);
+}
+
+// Both ends: send `bytes` while receiving `bytes`.
+double exchange(int fd, size_t bytes) {
+  std::vector<char> out(1 << 20, 'x'), in(1 << 20);
+  auto t0 = Clock::now();
+  std::thread sender([&] {
+    for (size_t left = bytes; left > 0;) {
+      size_t n = std::min(left, out.size());
+      sendAll(fd, out.data(), n);
+      left -= n;
+    }
+  });
+  for (size_t left = bytes; left > 0;) {
+    size_t n = std::min(left, in.size());
+    recvAll(fd, in.data(), n);
+    left -= n;
+  }
+  sender.join();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+constexpr int kPings = 2000;
+
+int server(int port) {
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(l, 1) != 0) die("bind/listen");
+  int fd = accept(l, nullptr, nullptr);
+  if (fd < 0) die("accept");
+  noDelay(fd);
+  uint64_t bytes = 0;
+  recvAll(fd, reinterpret_cast<char*>(&bytes), sizeof(bytes));
+  char msg[8];
+  for (int i = 0; i < kPings; ++i) {
+    recvAll(fd, msg, sizeof(msg));
+    sendAll(fd, msg, sizeof(msg));
+  }
+  exchange(fd, bytes);
+  close(fd);
+  close(l);
+  return 0;
+}
+
+int client(const char* host, int port, size_t bytes) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host, std::to_string(port).c_str(), &hints, &res) != 0) die("getaddrinfo");
+  int fd = -1;
+  for (int attempt = 0; attempt < 200; ++attempt) {  // the server may still be starting
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, res->ai_addr, res->ai_addrlen) == 0) break;
+    close(fd);
+    fd = -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  freeaddrinfo(res);
+  if (fd < 0) die("connect");
+  noDelay(fd);
+  uint64_t b = bytes;
+  sendAll(fd, reinterpret_cast<const char*>(&b), sizeof(b));
+  std::vector<double> rtt;
+  char msg[8] = {};
+  for (int i = 0; i < kPings; ++i) {
+    auto t0 = Clock::now();
+    sendAll(fd, msg, sizeof(msg));
+    recvAll(fd, msg, sizeof(msg));
+    rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::sort(rtt.begin(), rtt.end());
+  double seconds = exchange(fd, bytes);
+  std::printf("tcp one-way latency (8 B, half the median round trip of %d): %.1f us\n", kPings,
+              rtt[rtt.size() / 2] / 2);
+  std::printf("tcp both directions at once, %zu bytes each way: %.3f GB/s each way\n", bytes, bytes / seconds / 1e9);
+  close(fd);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], "server") == 0) return server(std::atoi(argv[2]));
+  if (argc >= 4 && std::strcmp(argv[1], "client") == 0) {
+    return client(argv[2], std::atoi(argv[3]), argc > 4 ? parseBytes(argv[4]) : size_t{128} << 20);
+  }
+  std::fprintf(stderr, "usage: braid-net-bench server PORT | client HOST PORT [BYTES]\n");
+  return 2;
+}
