@@ -31,3 +31,6 @@ install(FILES ${PROJECT_BINARY_DIR}/braid.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}
 # <prefix>/include/braid-nccl/nccl.h (put that lib folder first on LD_LIBRARY_PATH to use it).
 install(TARGETS nccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/braid-nccl)
 install(FILES ${PROJECT_SOURCE_DIR}/include/nccl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/braid-nccl)
+
+# braid's socket network as an NCCL net plugin: <prefix>/lib/libnccl-net-braid.so (NCCL_NET_PLUGIN=braid).
+install(TARGETS nccl_net_braid LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
