@@ -63,10 +63,10 @@ std::string outputs(const Job& job) {
 
 class Multihost : public ::testing::Test {
  protected:
-  void make(int hosts) {
+  void make(int hosts, bool deadEndsFirst = false) {
     std::string why;
     if (!canMakeNamespaces(&why)) GTEST_SKIP() << why;
-    net_ = std::make_unique<NetnsHosts>(hosts);
+    net_ = std::make_unique<NetnsHosts>(hosts, deadEndsFirst);
     if (!net_->ok() && (net_->error().find("Operation not permitted") != std::string::npos ||
                         net_->error().find("Permission denied") != std::string::npos)) {
       std::string error = net_->error();
@@ -143,6 +143,21 @@ TEST_F(Multihost, SocketIfnameChoosesTheInterfaceThatReachesThePeers) {
   for (const Report& r : job.reports) EXPECT_TRUE(r.ok()) << r.describe();
   EXPECT_NE(job.results[0].output.find("(eth0, ptrSupport HOST"), std::string::npos)
       << job.results[0].output.substr(0, 3000);
+}
+
+// With BRAID_SOCKET_IFNAME unset, an interface that reaches no peer is skipped even where it comes
+// first: each rank listens on the address its connection to the root went out of, and the network
+// transport on the device with that address.
+TEST_F(Multihost, AFirstInterfaceThatReachesNoPeerIsSkipped) {
+  make(3, true);
+  if (!net_) return;
+  Job job = runJob(*net_, 1, "coll", {"BRAID_DEBUG=INFO", "BRAID_DEBUG_SUBSYS=NET,BOOTSTRAP"});
+  ASSERT_EQ(job.reports.size(), 3u) << outputs(job);
+  for (const Report& r : job.reports) EXPECT_TRUE(r.ok()) << r.describe();
+  for (const ProcResult& p : job.results) {
+    EXPECT_NE(p.output.find("device 0 dead0 10.78."), std::string::npos) << "dead0 is a device" << p.output;
+    EXPECT_NE(p.output.find("(eth0, ptrSupport HOST"), std::string::npos) << p.output.substr(0, 3000);
+  }
 }
 
 }  // namespace

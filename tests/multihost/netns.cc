@@ -70,7 +70,7 @@ void NetnsHosts::sweepStale() {
   }
 }
 
-NetnsHosts::NetnsHosts(int hosts) : hosts_(hosts) {
+NetnsHosts::NetnsHosts(int hosts, bool deadEndsFirst) : hosts_(hosts) {
   sweepStale();
   tag_ = std::to_string(getpid());
   prefix_ = kPrefix + tag_ + "x";
@@ -83,6 +83,7 @@ NetnsHosts::NetnsHosts(int hosts) : hosts_(hosts) {
     std::string a = "a" + tag_ + "h" + std::to_string(h + 1), s = "s" + tag_ + "h" + std::to_string(h + 1);
     if (!run("ip netns add " + name)) return;
     made_.push_back(name);
+    if (deadEndsFirst && !addDeadEnd(h, "dead0")) return;
     // Made inside the switch's namespace, so nothing appears in this machine's own.
     if (!run("ip -n " + sw + " link add " + a + " type veth peer name " + s) ||
         !run("ip -n " + sw + " link set " + a + " netns " + name) ||
@@ -95,14 +96,14 @@ NetnsHosts::NetnsHosts(int hosts) : hosts_(hosts) {
   }
 }
 
-bool NetnsHosts::addDeadEnd(int h) {
+bool NetnsHosts::addDeadEnd(int h, const std::string& ifname) {
   std::string name = ns(h);
   std::string a = "d" + tag_ + "h" + std::to_string(h + 1), b = "e" + tag_ + "h" + std::to_string(h + 1);
-  // Both ends in the host: eth1 leads to a stub that no other host is on.
+  // Both ends in the host: the interface leads to a stub that no other host is on.
   return run("ip -n " + name + " link add " + a + " type veth peer name " + b) &&
-         run("ip -n " + name + " link set " + a + " name eth1") &&
-         run("ip -n " + name + " addr add 10.78." + std::to_string(h) + ".1/24 dev eth1") &&
-         run("ip -n " + name + " link set eth1 up") && run("ip -n " + name + " link set " + b + " up");
+         run("ip -n " + name + " link set " + a + " name " + ifname) &&
+         run("ip -n " + name + " addr add 10.78." + std::to_string(h) + ".1/24 dev " + ifname) &&
+         run("ip -n " + name + " link set " + ifname + " up") && run("ip -n " + name + " link set " + b + " up");
 }
 
 NetnsHosts::~NetnsHosts() {

@@ -17,8 +17,10 @@ namespace braid::test {
 
 class NetnsHosts {
  public:
-  /// `hosts` namespaces (and the switch). ok() says whether it worked; error() why not.
-  explicit NetnsHosts(int hosts);
+  /// `hosts` namespaces (and the switch). ok() says whether it worked; error() why not. With
+  /// `deadEndsFirst` every host gets, before its eth0, an interface dead0 (10.78.<h>.1/24) that
+  /// reaches no other host: the first one a default interface choice by order would take.
+  explicit NetnsHosts(int hosts, bool deadEndsFirst = false);
   ~NetnsHosts();
   NetnsHosts(const NetnsHosts&) = delete;
   NetnsHosts& operator=(const NetnsHosts&) = delete;
@@ -30,8 +32,8 @@ class NetnsHosts {
   std::string ns(int h) const;
   std::string address(int h) const { return "10.77.0." + std::to_string(h + 1); }
   std::string hostName(int h) const { return "braidhost" + std::to_string(h + 1); }
-  /// Adds a second interface eth1 to host `h` (10.78.<h>.1/24) that reaches no other host.
-  bool addDeadEnd(int h);
+  /// Adds an interface `name` to host `h` (10.78.<h>.1/24) that reaches no other host.
+  bool addDeadEnd(int h, const std::string& name = "eth1");
 
   /// argv that runs `argv` inside host `h`'s namespace under its own host name.
   std::vector<std::string> inHost(int h, const std::vector<std::string>& argv) const;
