@@ -14,6 +14,10 @@ namespace braid::exec {
 /// reason when the answer is 0.
 int cudaDeviceCount(std::string* why = nullptr);
 
+/// The hardware queues the driver spreads a context's streams over (CUDA_DEVICE_MAX_CONNECTIONS;
+/// 8 when unset). braid sets 32 at load where nobody chose (cuda_device_cuda.cc says why).
+int cudaHardwareQueues();
+
 /// What topology discovery needs to know of one device.
 struct CudaDeviceInfo {
   int ordinal = -1;

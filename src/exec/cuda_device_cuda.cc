@@ -1,9 +1,20 @@
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
 #include "exec/cuda_device.h"
 
 namespace braid::exec {
 namespace {
+
+// Ranks of one process that share a GPU (thread ranks: ncclCommInitAll on one device, braid-perf
+// -t, the gpu tests) run kernels on separate streams that wait for each other. The driver spreads a
+// context's streams over CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set): two ranks'
+// streams on one queue make a false dependency, the second rank's kernel queued behind the first's,
+// which spins waiting for it. Measured on one H200, 8 processes of 3 thread ranks doing uneven
+// send/recv at once: 4 hangs with the default, none in 143 runs with 32 (bench/NOTES.md). So braid
+// asks for the most queues the driver gives, before any CUDA context exists, where nobody chose.
+__attribute__((constructor)) void enoughHardwareQueues() { setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0); }
 
 Status cudaStatus(const char* call, cudaError_t err) {
   if (err == cudaSuccess) return Status::ok();
@@ -11,6 +22,12 @@ Status cudaStatus(const char* call, cudaError_t err) {
 }
 
 }  // namespace
+
+int cudaHardwareQueues() {
+  const char* v = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  int n = v != nullptr ? std::atoi(v) : 0;
+  return n > 0 ? n : 8;
+}
 
 int cudaDeviceCount(std::string* why) {
   int count = 0;

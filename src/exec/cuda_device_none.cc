@@ -10,6 +10,8 @@ int cudaDeviceCount(std::string* why) {
 
 std::vector<CudaDeviceInfo> cudaDevices() { return {}; }
 
+int cudaHardwareQueues() { return 8; }
+
 Status cudaCurrentDevice(int* device) {
   *device = -1;
   return invalidUsage("braid was built without CUDA support (BRAID_ENABLE_CUDA=OFF)");

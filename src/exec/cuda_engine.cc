@@ -20,6 +20,7 @@
 #include "algo/doubling.h"
 #include "algo/p2p.h"
 #include "core/log.h"
+#include "exec/cuda_device.h"
 #include "exec/cuda_engine_state.h"
 
 namespace braid::exec {
@@ -283,6 +284,22 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
     for (int q : neighbours(s.o.geometry, me, k)) peers.insert(q);
   }
   peers.erase(me);
+  // Ranks of this process on this device need their streams on separate hardware queues (a
+  // user stream and a set-up stream each, and the legacy stream): fewer make false dependencies
+  // between kernels that wait for each other, a hang.
+  int sharing = 0, first = -1;
+  for (int q = 0; q < n; ++q) {
+    if (all[q].pid != all[me].pid || all[q].device != all[me].device) continue;
+    ++sharing;
+    if (first < 0) first = q;
+  }
+  if (sharing > 1 && me == first && cudaHardwareQueues() < 2 * sharing + 1) {
+    BRAID_WARN(log::Subsys::kInit, sharing, " ranks of this process share CUDA device ", s.o.device,
+               " but CUDA_DEVICE_MAX_CONNECTIONS=", cudaHardwareQueues(), " gives their streams fewer than ",
+               2 * sharing + 1,
+               " hardware queues: kernels that wait for each other may queue behind each other "
+               "and hang (unset it, braid then asks for 32, or set it to 32)");
+  }
   std::map<int, std::string> path;
   for (int q : peers) {
     const CudaExport& e = all[q];
