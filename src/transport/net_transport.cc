@@ -345,7 +345,7 @@ bool NetTransport::stepPending(Pending& p) {
     st = remoteError("a hello of " + std::to_string(bytes) + " bytes");
   }
   std::string wrong = st.isOk() ? checkNetHello(p.hello, commKey_, rank_, nranks_) : st.message();
-  api.deregMr(p.comm, p.mhandle);
+  if (p.mhandle != nullptr) api.deregMr(p.comm, p.mhandle);
   p.mhandle = nullptr;
   if (!wrong.empty()) {
     BRAID_WARN(log::Subsys::kNet, "network transport: dropped a connection: ", wrong);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,10 @@ struct Shape {
   int hosts, perHost;
   bool plugin;  // through NCCL_NET_PLUGIN=libnccl-net-braid.so instead of the built-in network
 };
+
+std::ostream& operator<<(std::ostream& out, const Shape& s) {
+  return out << s.hosts << " hosts x " << s.perHost << " rank(s)" << (s.plugin ? ", braid's plugin" : "");
+}
 
 class EveryCollective : public Multihost, public ::testing::WithParamInterface<Shape> {};
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdarg>
@@ -38,10 +39,11 @@ constexpr int kDefaultSpeedMbps = 10000;
 
 // ---- logging: through the logger given to init, else braid's own ----
 
-NetLogger gLogger = nullptr;
+// Set by every init (communicators may init concurrently), read by every thread that logs.
+std::atomic<NetLogger> gLogger{nullptr};
 
 void logLine(int level, const std::string& text) {
-  NetLogger logger = gLogger;
+  NetLogger logger = gLogger.load(std::memory_order_acquire);
   if (logger != nullptr) {
     logger(level, kNetLogSubsys, __FILE__, __LINE__, "%s", text.c_str());
   } else if (level == kNetLogWarn) {
@@ -336,7 +338,7 @@ Request* freeRequest(Comm* c) {
 
 ncclResult_t socketInit(void** ctx, uint64_t commId, NetCommConfig* config, NetLogger logFunction,
                         NetProfilerCallback profFunction) {
-  if (logFunction != nullptr) gLogger = logFunction;
+  if (logFunction != nullptr) gLogger.store(logFunction, std::memory_order_release);
   ncclResult_t r = discover();
   if (r != ncclSuccess) return r;
   if (ctx != nullptr) *ctx = new Context{commId};
