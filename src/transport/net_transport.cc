@@ -40,12 +40,18 @@ std::string checkNetHello(const NetHello& h, uint64_t commKey, int rank, int nra
   return "";
 }
 
-// One proxy thread and the lanes it drives.
+// True on a thread that is stepping lanes (a proxy, or a caller stepping them inline): a wake-up it
+// causes itself (a slot released or published by a lane) must not step them again.
+thread_local bool tStepping = false;
+
+// One proxy thread and the lanes it drives. `stepMu` is held by whoever steps the lanes: the proxy
+// (not while it sleeps), or a thread that changed a FIFO and steps them inline (NetTransport::wake).
 struct NetTransport::Proxy {
   Waker waker;
   std::mutex mu;
   std::vector<std::unique_ptr<NetLane>> added;  // handed over by other threads
-  std::vector<std::unique_ptr<NetLane>> lanes;  // this thread's own
+  std::mutex stepMu;
+  std::vector<std::unique_ptr<NetLane>> lanes;  // stepped under stepMu; changed by the proxy only
   std::thread thread;
 
   void run(const std::atomic<bool>& stop);
@@ -66,8 +72,10 @@ struct NetTransport::Proxy {
 // Step every lane until nothing moves for a few passes, then sleep in poll() on the lanes' sockets
 // and the waker (FIFO changes, new lanes, stop).
 void NetTransport::Proxy::run(const std::atomic<bool>& stop) {
+  tStepping = true;
   std::vector<pollfd> fds;
   int idle = 0;
+  std::unique_lock<std::mutex> step(stepMu);
   while (!stop.load(std::memory_order_acquire)) {
     bool moved = adopt();
     moved |= stepAll();
@@ -77,7 +85,9 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop) {
       continue;
     }
     if (++idle < kIdleSpins) {
+      step.unlock();  // a caller may step inline meanwhile
       std::this_thread::yield();
+      step.lock();
       continue;
     }
     waker.prepareSleep();
@@ -87,7 +97,10 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop) {
       for (const auto& lane : lanes) fds.push_back(lane->pollEntry());
       // A network without descriptors (a plugin) is polled again after a short nap instead.
       bool external = std::any_of(lanes.begin(), lanes.end(), [](const auto& l) { return !l->pollable(); });
-      if (poll(fds.data(), fds.size(), external ? kPluginNapMs : kPollMs) > 0) {
+      step.unlock();
+      int ready = poll(fds.data(), fds.size(), external ? kPluginNapMs : kPollMs);
+      step.lock();
+      if (ready > 0) {
         for (size_t i = 1; i < fds.size(); ++i) lanes[i - 1]->checkIdle(fds[i].revents);
       }
     }
@@ -166,8 +179,25 @@ Status NetTransport::start(std::vector<NetHandle> peers) {
   return Status::ok();
 }
 
+// A FIFO changed (a slot published to send, or freed to receive into). The changing thread steps
+// the lanes itself when their proxy is not stepping them: a small slot then leaves in this call,
+// without waking the proxy. The proxy is woken when requests stay in flight (it must watch them)
+// or when another thread holds the lanes.
 void NetTransport::wake() {
-  for (auto& proxy : proxies_) proxy->waker.wake();
+  for (auto& proxy : proxies_) {
+    if (!tStepping) {
+      std::unique_lock<std::mutex> step(proxy->stepMu, std::try_to_lock);
+      if (step.owns_lock()) {
+        tStepping = true;
+        proxy->stepAll();
+        tStepping = false;
+        bool busy = std::any_of(proxy->lanes.begin(), proxy->lanes.end(), [](const auto& l) { return l->busy(); });
+        step.unlock();
+        if (!busy) continue;
+      }
+    }
+    proxy->waker.wake();
+  }
 }
 
 std::shared_ptr<NetConnection> NetTransport::findOrMake(const Key& key, bool outgoing, int lanes) {
