@@ -25,9 +25,12 @@ Status outcome(const CallFailure& failure, const HostCall& host, const char* wha
                        std::to_string(failure.deadPid.load()) + ") exited during the call");
   }
   if (failure.stoppedBy.load() >= 0) {
+    const transport::HostFifo* fifo = failure.stoppedFifo.load();
+    std::string said = fifo != nullptr ? fifo->closeReason() : std::string();
     return remoteError(call + ": rank " + std::to_string(failure.stoppedBy.load()) +
                        " gave up on the call and closed its connection to this rank (its own error says why; over "
-                       "sockets this is also how a rank that exited or lost its network shows)");
+                       "a network this is also how a rank that exited or lost its network shows)" +
+                       (said.empty() ? std::string() : "; the network: " + said));
   }
   return remoteError(call + ": a peer sent a different amount of data than this rank expected (mismatched calls?)");
 }

@@ -58,11 +58,13 @@ void HostPrims::fail(const transport::HostFifo* fifo) {
     call_.failure->deadRank.store(fifo->peerRank());
   } else if (fifo != nullptr && fifo->closedBy() >= 0 && fifo->closedBy() != call_.rank) {
     call_.failure->stoppedBy.store(fifo->closedBy());
+    call_.failure->stoppedFifo.store(fifo);
   } else {
     // Stopped by another FIFO of the step (StopFlags::watched): name the rank that closed it.
     for (transport::HostFifo* f : watched_) {
       if (f != nullptr && f->closedBy() >= 0 && f->closedBy() != call_.rank) {
         call_.failure->stoppedBy.store(f->closedBy());
+        call_.failure->stoppedFifo.store(f);
         break;
       }
     }

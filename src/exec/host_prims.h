@@ -30,6 +30,7 @@ struct CallFailure {
   std::atomic<int> deadRank{-1};  // a peer process exited
   std::atomic<long> deadPid{0};
   std::atomic<int> stoppedBy{-1};  // a peer gave up on the call and closed the connection (or its socket ended)
+  std::atomic<const transport::HostFifo*> stoppedFifo{nullptr};  // the FIFO it closed (its closeReason)
   // A peer's slot carried another call's tag: the first lane to see one claims these and fills them
   // (read once every lane has returned).
   std::atomic<bool> mismatchClaimed{false};

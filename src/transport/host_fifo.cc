@@ -170,10 +170,19 @@ void HostFifo::release() {
   notify();
 }
 
-void HostFifo::close(int rank) {
+void HostFifo::close(int rank, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(reasonMu_);
+    if (reason_.empty() && closedBy() < 0) reason_ = reason;
+  }
   int32_t open = 0;
   block_->closedBy.compare_exchange_strong(open, rank + 1, std::memory_order_acq_rel);
   wakeAll();
+}
+
+std::string HostFifo::closeReason() const {
+  std::lock_guard<std::mutex> lock(reasonMu_);
+  return reason_;
 }
 
 void HostFifo::wakeAll() {

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "core/status.h"
 
@@ -148,7 +149,11 @@ class HostFifo {
   static constexpr int kBusyPauseSpins = 2000;  // tens of microseconds
 
   /// Marks the FIFO unusable because `rank` gave up on the call: both sides' waits end at once.
-  void close(int rank);
+  /// `reason` (a transport's words: what its network said) is kept for the error of the call
+  /// that finds the FIFO closed; in this process only.
+  void close(int rank, const std::string& reason = std::string());
+  /// The reason given to the first close ("" if none).
+  std::string closeReason() const;
   /// The rank that closed the FIFO, or -1.
   int closedBy() const { return block_->closedBy.load(std::memory_order_acquire) - 1; }
   /// True once a wait found the peer process gone.
@@ -172,6 +177,8 @@ class HostFifo {
   const int peerRank_ = -1;
   const long peerPid_ = 0;
   std::atomic<bool> peerDied_{false};
+  mutable std::mutex reasonMu_;
+  std::string reason_;
   std::unique_ptr<char[]> owned_;  // heap block (loopback)
   FifoBlock* block_;
   char* slots_ptr_;

@@ -40,14 +40,17 @@ void NetConnection::laneDone(int lane, uint64_t slots) {
   } else {
     for (uint64_t t = fifo_.tailCount(); t < all; ++t)
       fifo_.publish(sizes_[t % fifo_.slots()], tags_[t % fifo_.slots()]);
-    if (fifo_.tailCount() >= endBefore_) fail();
+    if (fifo_.tailCount() >= endBefore_) fail(endWhy_);
   }
 }
 
-void NetConnection::endBefore(uint64_t counter) {
+void NetConnection::endBefore(uint64_t counter, const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
-  endBefore_ = std::min(endBefore_, counter);
-  if (fifo_.tailCount() >= endBefore_) fail();
+  if (counter < endBefore_) {
+    endBefore_ = counter;
+    endWhy_ = why;
+  }
+  if (fifo_.tailCount() >= endBefore_) fail(endWhy_);
 }
 
 void NetConnection::setSlotSize(uint64_t counter, uint64_t bytes, const CallTag& tag) {
@@ -63,8 +66,8 @@ bool NetConnection::slotSize(uint64_t counter, uint64_t* bytes) const {
   return true;
 }
 
-void NetConnection::fail() {
-  if (fifo_.closedBy() < 0) fifo_.close(peer_);
+void NetConnection::fail(const std::string& why) {
+  if (fifo_.closedBy() < 0) fifo_.close(peer_, why);
 }
 
 NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const network::Network* network, void* comm)
@@ -77,7 +80,7 @@ NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const net
         "regMr of a FIFO slot");
     if (!st.isOk()) {
       BRAID_WARN(log::Subsys::kNet, "connection with rank ", connection_->peer(), ": ", st.message());
-      finish(true);
+      finish(true, st.message());
       return;
     }
     mhandles_.push_back(mh);
@@ -97,7 +100,7 @@ NetLane::~NetLane() {
 
 void* NetLane::memoryOf(uint64_t slot) { return mhandles_[slot % mhandles_.size()]; }
 
-void NetLane::finish(bool failConnection) {
+void NetLane::finish(bool failConnection, const std::string& why) {
   if (finished_) return;
   finished_ = true;
   // Requests in flight go with the network connection; the peer sees it close.
@@ -112,7 +115,7 @@ void NetLane::finish(bool failConnection) {
     comm_ = nullptr;
   }
   posted_.clear();
-  if (failConnection) connection_->fail();
+  if (failConnection) connection_->fail(why);
 }
 
 bool NetLane::step() {
@@ -159,7 +162,7 @@ bool NetLane::postSend(uint64_t slot) {
                               "isend to rank " + std::to_string(connection_->peer()));
   if (!st.isOk()) {
     BRAID_WARN(log::Subsys::kNet, st.message());
-    finish(true);
+    finish(true, st.message());
     return false;
   }
   if (request == nullptr) return false;  // the network is full: later
@@ -195,11 +198,12 @@ bool NetLane::postRecv(uint64_t slot) {
     // tested first, then the connection ends before this slot.
     BRAID_INFO(log::Subsys::kNet, st.message(), " (slot ", slot, ", lane ", index_, ")");
     drainBefore_ = slot;
+    drainWhy_ = st.message();
     return false;
   }
   if (!st.isOk()) {
     BRAID_WARN(log::Subsys::kNet, st.message());
-    finish(true);
+    finish(true, st.message());
     return false;
   }
   if (request == nullptr) return false;
@@ -225,10 +229,10 @@ bool NetLane::complete() {
           // The peer went away: what the other lanes finish before this slot still arrives.
           BRAID_INFO(log::Subsys::kNet, st.message(), " (slot ", slot, ", lane ", index_, ")");
           finish(false);
-          connection_->endBefore(slot);
+          connection_->endBefore(slot, st.message());
         } else {
           BRAID_WARN(log::Subsys::kNet, st.message());
-          finish(true);
+          finish(true, st.message());
         }
         return true;
       }
@@ -239,10 +243,12 @@ bool NetLane::complete() {
       size_t begin = 0, end = 0;
       pieceOf(bytes, 0, std::max(1, connection_->lanes()), &begin, &end);
       if (bytes > fifo.slotBytes() || static_cast<size_t>(size) != HostFifo::kWireBytes + end) {
-        BRAID_WARN(log::Subsys::kNet, "network transport: rank ", connection_->peer(), " sent ", size,
-                   " bytes for a slot announced as ", bytes, " bytes (this rank's slots hold ", fifo.slotBytes(),
-                   "; mismatched BRAID_CHUNK_BYTES?)");
-        finish(true);
+        std::string why = "rank " + std::to_string(connection_->peer()) + " sent " + std::to_string(size) +
+                          " bytes for a slot announced as " + std::to_string(bytes) +
+                          " bytes (this rank's slots hold " + std::to_string(fifo.slotBytes()) +
+                          "; mismatched BRAID_CHUNK_BYTES?)";
+        BRAID_WARN(log::Subsys::kNet, "network transport: ", why);
+        finish(true, why);
         return true;
       }
       connection_->setSlotSize(p.slot, bytes, fifo.tagAt(p.slot));
@@ -253,7 +259,7 @@ bool NetLane::complete() {
   }
   if (!finished_ && posted_.empty() && drainBefore_ != UINT64_MAX) {
     finish(false);
-    connection_->endBefore(drainBefore_);
+    connection_->endBefore(drainBefore_, drainWhy_);
     moved = true;
   }
   return moved;
@@ -279,7 +285,7 @@ void NetLane::checkIdle(short revents) {
   if (finished_ || !connection_->outgoing() || !posted_.empty() || revents == 0) return;
   if (network::socketNetPeerClosed(comm_)) {
     BRAID_INFO(log::Subsys::kNet, "network transport: connection to rank ", connection_->peer(), " ended");
-    finish(true);
+    finish(true, "its network connection to rank " + std::to_string(connection_->peer()) + " ended while idle");
   }
 }
 

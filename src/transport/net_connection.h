@@ -70,11 +70,11 @@ class NetConnection {
   bool slotSize(uint64_t counter, uint64_t* bytes) const;
 
   /// Stops the connection: the FIFO is closed in the peer's name, so the algorithm's wait ends
-  /// with an error naming it.
-  void fail();
+  /// with an error naming it (and `why`: what the network said).
+  void fail(const std::string& why = std::string());
   /// Incoming: a lane's peer went away before slot `counter`. The slots before it that other lanes
   /// are still finishing are delivered first; then the connection fails.
-  void endBefore(uint64_t counter);
+  void endBefore(uint64_t counter, const std::string& why);
 
  private:
   const bool outgoing_;
@@ -87,6 +87,7 @@ class NetConnection {
   CallTag tags_[kMaxSteps] = {};
   std::atomic<uint64_t> sizeKnown_[kMaxSteps] = {};  // counter + 1 of the slot whose size is in sizes_
   uint64_t endBefore_ = UINT64_MAX;                  // guarded by mu_
+  std::string endWhy_;                               // guarded by mu_
   std::mutex mu_;                                    // releases / publishes in order
 };
 
@@ -125,7 +126,7 @@ class NetLane {
   bool complete();
   bool postSend(uint64_t slot);
   bool postRecv(uint64_t slot);
-  void finish(bool failConnection);
+  void finish(bool failConnection, const std::string& why = std::string());
   void* memoryOf(uint64_t slot);
 
   std::shared_ptr<NetConnection> connection_;
@@ -137,6 +138,7 @@ class NetLane {
   uint64_t next_ = 0;                  // the next slot to post
   uint64_t done_ = 0;                  // slots finished
   uint64_t drainBefore_ = UINT64_MAX;  // the peer went away: finish what was posted, end before this slot
+  std::string drainWhy_;
   bool finished_ = false;
 };
 

@@ -132,6 +132,7 @@ TEST_F(Multihost, KilledRankOnAnotherHostFailsTheOthersPromptly) {
   for (const Report& r : job.reports) {
     EXPECT_FALSE(r.ok()) << r.describe();
     EXPECT_NE(r.msg.find("rank "), std::string::npos) << r.describe();
+    EXPECT_NE(r.msg.find("the network: network BraidSocket: "), std::string::npos) << "names the network";
     std::printf("rank %d: %s\n", r.rank, r.msg.c_str());
   }
   EXPECT_LT(job.seconds, 20.0) << "the survivors took " << job.seconds << " s to fail";

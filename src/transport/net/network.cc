@@ -17,6 +17,7 @@ namespace braid::network {
 namespace {
 
 thread_local std::string tWarnings;
+thread_local std::string tLastInfo;  // the last informational line: a network may explain a failure so
 
 const char* resultName(ncclResult_t r) {
   switch (r) {
@@ -141,6 +142,7 @@ bool networkNameMatches(const std::string& wanted, const std::string& name, bool
 std::string takePluginWarnings() {
   std::string out;
   out.swap(tWarnings);
+  tLastInfo.clear();
   return out;
 }
 
@@ -158,6 +160,7 @@ void pluginLogger(int level, unsigned long flags, const char* file, int line, co
   } else if (level == kNetLogTrace) {
     BRAID_TRACE(log::Subsys::kNet, message);
   } else if (level != kNetLogNone) {
+    tLastInfo = message;
     BRAID_INFO(log::Subsys::kNet, message);
   }
 }
@@ -246,7 +249,9 @@ std::string Network::describeDevice(int dev) const {
 
 Status Network::check(ncclResult_t result, const std::string& call) const {
   if (result == ncclSuccess) return Status::ok();
+  std::string info = tLastInfo;
   std::string said = takePluginWarnings();
+  if (said.empty()) said = info;
   return Status(codeOf(result), "network " + name_ + ": " + call + " failed with " + resultName(result) +
                                     (said.empty() ? std::string(" (it logged nothing)") : ": " + said));
 }
