@@ -305,8 +305,9 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
     const CudaExport& e = all[q];
     if (e.host != all[me].host) {
       return invalidUsage("rank " + std::to_string(q) +
-                          " is on another host: GPU communicators across hosts need the socket transport for GPU "
-                          "buffers, which braid does not have yet");
+                          " is on another host: GPU communicators across hosts need GPU buffers over the network (a "
+                          "proxy for GPU FIFOs), which braid does not have yet; host-memory communicators do work "
+                          "across hosts (docs/network.md)");
     }
     if (s.o.hostMemory) {
       // Host memory: the same process sees a peer's registered arena at its address; another
