@@ -87,15 +87,20 @@ NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const net
   }
 }
 
-NetLane::~NetLane() {
+NetLane::~NetLane() { closeComm(); }
+
+// Deregisters the slots and closes the network connection (requests in flight go with it; the peer
+// sees it close).
+void NetLane::closeComm() {
+  if (comm_ == nullptr) return;
   for (void* mh : mhandles_) network_->api().deregMr(comm_, mh);
-  if (comm_ != nullptr) {
-    if (connection_->outgoing()) {
-      network_->api().closeSend(comm_);
-    } else {
-      network_->api().closeRecv(comm_);
-    }
+  mhandles_.clear();
+  if (connection_->outgoing()) {
+    network_->api().closeSend(comm_);
+  } else {
+    network_->api().closeRecv(comm_);
   }
+  comm_ = nullptr;
 }
 
 void* NetLane::memoryOf(uint64_t slot) { return mhandles_[slot % mhandles_.size()]; }
@@ -103,17 +108,7 @@ void* NetLane::memoryOf(uint64_t slot) { return mhandles_[slot % mhandles_.size(
 void NetLane::finish(bool failConnection, const std::string& why) {
   if (finished_) return;
   finished_ = true;
-  // Requests in flight go with the network connection; the peer sees it close.
-  if (comm_ != nullptr) {
-    for (void* mh : mhandles_) network_->api().deregMr(comm_, mh);
-    mhandles_.clear();
-    if (connection_->outgoing()) {
-      network_->api().closeSend(comm_);
-    } else {
-      network_->api().closeRecv(comm_);
-    }
-    comm_ = nullptr;
-  }
+  closeComm();
   posted_.clear();
   if (failConnection) connection_->fail(why);
 }

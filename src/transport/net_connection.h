@@ -127,6 +127,7 @@ class NetLane {
   bool postSend(uint64_t slot);
   bool postRecv(uint64_t slot);
   void finish(bool failConnection, const std::string& why = std::string());
+  void closeComm();
   void* memoryOf(uint64_t slot);
 
   std::shared_ptr<NetConnection> connection_;

@@ -10,11 +10,10 @@
 namespace braid::transport {
 namespace {
 
-constexpr uint64_t kHelloMagic = 0x627261696448454cull;  // "braidNET" lanes' hello
-constexpr int kIdleSpins = 64;                           // step passes before a proxy sleeps in poll()
-constexpr int kPollMs = 100;                             // longest sleep: how late a stop is seen
-constexpr int kPluginNapMs = 1;                          // a proxy's nap when a lane has no descriptor
-constexpr int64_t kHelloWaitMs = 10000;                  // an accepted lane must introduce itself by then
+constexpr int kIdleSpins = 64;           // step passes before a proxy sleeps in poll()
+constexpr int kPollMs = 100;             // longest sleep: how late a stop is seen
+constexpr int kPluginNapMs = 1;          // a proxy's nap when a lane has no descriptor
+constexpr int64_t kHelloWaitMs = 10000;  // an accepted lane must introduce itself by then
 constexpr int64_t kMaxFlushMs = 10000;
 constexpr int kMaxChannelsOrConns = 1024;
 
@@ -29,7 +28,7 @@ std::string describeHello(const NetHello& h) {
 }  // namespace
 
 std::string checkNetHello(const NetHello& h, uint64_t commKey, int rank, int nranks) {
-  if (h.magic != kHelloMagic) return "not a braid network-transport hello";
+  if (h.magic != kNetHelloMagic) return "not a braid network-transport hello";
   if (h.commKey != commKey) return "for another communicator";
   if (h.dst != rank || h.src < 0 || h.src >= nranks || h.src == rank)
     return "ranks out of range (" + describeHello(h) + ")";
@@ -278,7 +277,7 @@ Status NetTransport::connection(int channel, int connId, int src, int dst, HostF
   std::vector<void*> comms(lanes, nullptr);
   Status st = Status::ok();
   for (int i = 0; i < lanes && st.isOk(); ++i) {
-    NetHello hello{kHelloMagic, commKey_, src, dst, channel, connId, i, lanes};
+    NetHello hello{kNetHelloMagic, commKey_, src, dst, channel, connId, i, lanes};
     st = connectLane(dst, hello, deadline, &comms[i]);
   }
   if (!st.isOk()) {

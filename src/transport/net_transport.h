@@ -47,6 +47,9 @@ struct NetOptions {
   int64_t timeoutMs = 0;    // connecting; flushing what is queued at destruction (capped at 10 s)
 };
 
+/// The first field of every lane's hello ("braidLNE"; not the socket network's own hello).
+constexpr uint64_t kNetHelloMagic = 0x62726169644c4e45ull;
+
 /// The message that introduces each lane of a connection, in the sender's byte order.
 struct NetHello {
   uint64_t magic;

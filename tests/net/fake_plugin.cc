@@ -61,12 +61,12 @@ ncclResult_t init9(NetLogger log) {
   gLog = log;
   return ncclSuccess;
 }
-extern "C" __attribute__((visibility("default")))
-NetV9 ncclNetPlugin_v9 = {"FakeNine", init9,    devices, properties<NetPropertiesV9>,
-                          listen9,    connect9, accept,  regMr,
-                          nullptr,    deregMr,  isend9,  irecv9,
-                          nullptr,    test,     close,   close,
-                          close,      nullptr,  nullptr, nullptr};
+// Declared with C linkage in net_abi.h.
+NetV9 braid::network::ncclNetPlugin_v9 = {"FakeNine", init9,    devices, properties<NetPropertiesV9>,
+                                          listen9,    connect9, accept,  regMr,
+                                          nullptr,    deregMr,  isend9,  irecv9,
+                                          nullptr,    test,     close,   close,
+                                          close,      nullptr,  nullptr, nullptr};
 #else
 ncclResult_t init11(void** ctx, uint64_t, NetCommConfig*, NetLogger log, NetProfilerCallback) {
   gLog = log;
@@ -78,11 +78,10 @@ ncclResult_t init11(void** ctx, uint64_t, NetCommConfig*, NetLogger log, NetProf
   return ncclSuccess;
 #endif
 }
-extern "C" __attribute__((visibility("default")))
-NetV11 ncclNetPlugin_v11 = {"FakeEleven", init11,    devices, properties<NetPropertiesV11>,
-                            listen11,     connect11, accept,  regMr,
-                            nullptr,      deregMr,   isend11, irecv11,
-                            nullptr,      test,      close,   close,
-                            close,        nullptr,   nullptr, nullptr,
-                            nullptr,      nullptr};
+NetV11 braid::network::ncclNetPlugin_v11 = {"FakeEleven", init11,    devices, properties<NetPropertiesV11>,
+                                            listen11,     connect11, accept,  regMr,
+                                            nullptr,      deregMr,   isend11, irecv11,
+                                            nullptr,      test,      close,   close,
+                                            close,        nullptr,   nullptr, nullptr,
+                                            nullptr,      nullptr};
 #endif

@@ -236,6 +236,15 @@ struct NetV11 {
   ncclResult_t (*setNetAttr)(void* ctx, NetAttr* netAttr);
 };
 
+// The symbols a plugin exports, one per version it speaks (a plugin defines those it has: braid's
+// in plugin_exports.cc). C linkage: the loader finds them by these names.
+extern "C" {
+__attribute__((visibility("default"))) extern NetV11 ncclNetPlugin_v11;
+__attribute__((visibility("default"))) extern NetV10 ncclNetPlugin_v10;
+__attribute__((visibility("default"))) extern NetV9 ncclNetPlugin_v9;
+__attribute__((visibility("default"))) extern NetV8 ncclNetPlugin_v8;
+}
+
 // The layouts are the ABI: a changed size means a field was added, dropped or retyped.
 static_assert(sizeof(NetPropertiesV8) == 64, "ncclNetProperties_v8_t layout");
 static_assert(sizeof(NetPropertiesV9) == 104, "ncclNetProperties_v9_t layout");

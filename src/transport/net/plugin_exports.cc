@@ -22,14 +22,12 @@ __attribute__((constructor)) void adoptNcclSocketEnvironment() {
 
 }  // namespace
 
-using braid::network::socketNetwork;
+namespace braid::network {
 
-extern "C" {
-__attribute__((visibility("default"))) braid::network::NetV11 ncclNetPlugin_v11 = socketNetwork();
-__attribute__((visibility("default"))) braid::network::NetV10 ncclNetPlugin_v10 =
-    braid::network::exportAsV10(socketNetwork());
-__attribute__((visibility("default"))) braid::network::NetV9 ncclNetPlugin_v9 =
-    braid::network::exportAsV9(socketNetwork());
-__attribute__((visibility("default"))) braid::network::NetV8 ncclNetPlugin_v8 =
-    braid::network::exportAsV8(socketNetwork());
-}
+// Declared with C linkage in net_abi.h.
+NetV11 ncclNetPlugin_v11 = socketNetwork();
+NetV10 ncclNetPlugin_v10 = exportAsV10(socketNetwork());
+NetV9 ncclNetPlugin_v9 = exportAsV9(socketNetwork());
+NetV8 ncclNetPlugin_v8 = exportAsV8(socketNetwork());
+
+}  // namespace braid::network

@@ -1,16 +1,12 @@
 #include "transport/net/socket_net.h"
 
-#include <limits.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
 #include <climits>
-#include <cstdarg>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -18,15 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "core/log.h"
-#include "core/param.h"
-#include "net/interface.h"
 #include "net/socket.h"
+#include "transport/net/socket_net_devices.h"
 
 namespace braid::network {
 namespace {
 
-using braid::net::InterfaceAddress;
+using namespace socketnet;
 using braid::net::Socket;
 using braid::net::SocketAddress;
 
@@ -35,110 +29,6 @@ constexpr uint64_t kHelloMagic = 0x627261696448454cull;   // "braidHEL"
 constexpr uint32_t kHeaderMagic = 0x6272444du;            // "brDM"
 constexpr size_t kMaxMessageBytes = size_t{1} << 30;      // test() reports sizes as int
 constexpr size_t kMaxPendingAccepts = 64;                 // silent connections kept per listener
-constexpr int kDefaultSpeedMbps = 10000;
-
-// ---- logging: through the logger given to init, else braid's own ----
-
-// Set by every init (communicators may init concurrently), read by every thread that logs.
-std::atomic<NetLogger> gLogger{nullptr};
-
-void logLine(int level, const std::string& text) {
-  NetLogger logger = gLogger.load(std::memory_order_acquire);
-  if (logger != nullptr) {
-    logger(level, kNetLogSubsys, __FILE__, __LINE__, "%s", text.c_str());
-  } else if (level == kNetLogWarn) {
-    BRAID_WARN(log::Subsys::kNet, text);
-  } else {
-    BRAID_INFO(log::Subsys::kNet, text);
-  }
-}
-
-// Logs `what` as a warning and returns `code`: how every error leaves this network.
-ncclResult_t fail(ncclResult_t code, const std::string& what) {
-  logLine(kNetLogWarn, "NET/BraidSocket: " + what);
-  return code;
-}
-
-// A peer that went away is ncclRemoteError, a message that disagrees with its receive
-// ncclInvalidUsage, anything else of the system ncclSystemError.
-ncclResult_t resultOf(const Status& st) {
-  if (st.code() == Code::kRemoteError) return ncclRemoteError;
-  if (st.code() == Code::kInvalidUsage) return ncclInvalidUsage;
-  return ncclSystemError;
-}
-
-ncclResult_t failStatus(const Status& st) { return fail(resultOf(st), st.message()); }
-
-// ---- devices ----
-
-struct Device {
-  std::string ifname;
-  SocketAddress address;
-  std::string name;     // what getProperties reports (the interface name)
-  std::string pciPath;  // the interface's sysfs device folder; empty for virtual ones
-  int speedMbps = kDefaultSpeedMbps;
-};
-
-std::mutex gMutex;
-bool gDiscovered = false;
-std::vector<Device> gDevices;
-
-int readSpeed(const std::string& ifname) {
-  std::ifstream in("/sys/class/net/" + ifname + "/speed");
-  long speed = 0;
-  if (in >> speed && speed > 0 && speed < INT_MAX) return static_cast<int>(speed);
-  return kDefaultSpeedMbps;
-}
-
-std::string readPciPath(const std::string& ifname) {
-  std::string link = "/sys/class/net/" + ifname + "/device";
-  char resolved[PATH_MAX];
-  if (realpath(link.c_str(), resolved) == nullptr) return std::string();
-  return resolved;
-}
-
-// The interfaces, found once per process (as NCCL's socket network does).
-ncclResult_t discover() {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (gDiscovered) return ncclSuccess;
-  int family = AF_UNSPEC;
-  Status st = braid::net::socketFamilyFromEnv(&family);
-  if (!st.isOk()) return fail(ncclInvalidUsage, st.message());
-  std::vector<InterfaceAddress> candidates;
-  st = braid::net::listInterfaces(&candidates);
-  if (!st.isOk()) return failStatus(st);
-  std::string spec = param::getString(param::Id::kSocketIfname);
-  std::vector<InterfaceAddress> picks = braid::net::selectInterfaces(candidates, spec, family);
-  if (picks.empty()) {
-    InterfaceAddress unused;
-    return fail(ncclInvalidUsage, braid::net::selectInterface(candidates, spec, family, &unused).message());
-  }
-  for (const InterfaceAddress& pick : picks) {
-    Device d;
-    d.ifname = pick.name;
-    d.address = pick.address;
-    d.name = pick.name;
-    d.pciPath = readPciPath(pick.name);
-    d.speedMbps = readSpeed(pick.name);
-    logLine(kNetLogInfo, "NET/BraidSocket: device " + std::to_string(gDevices.size()) + " " + d.ifname + " " +
-                             d.address.hostString() + ", " + std::to_string(d.speedMbps) + " Mb/s");
-    gDevices.push_back(std::move(d));
-  }
-  gDiscovered = true;
-  return ncclSuccess;
-}
-
-ncclResult_t deviceAt(int dev, Device** out) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (!gDiscovered) return fail(ncclInternalError, "a device was asked for before init");
-  if (dev < 0 || dev >= static_cast<int>(gDevices.size())) {
-    return fail(ncclInternalError, "device " + std::to_string(dev) + " does not exist (" +
-                                       std::to_string(gDevices.size()) + " device(s))");
-  }
-  *out = &gDevices[static_cast<size_t>(dev)];
-  return ncclSuccess;
-}
-
 // ---- wire formats ----
 
 // What listen() writes into the 128-byte handle. `pending` is the caller's own: 0 in the copy the
@@ -235,6 +125,7 @@ struct Context {
 
 // Connects in progress, by the value stored in a handle's `pending` (a handle from elsewhere may
 // hold any bytes there: only these values are followed).
+std::mutex gConnectingMu;
 std::set<Connecting*> gConnecting;
 
 // `between`: the connection ended between two messages (its peer closed it after its last one):
@@ -338,7 +229,7 @@ Request* freeRequest(Comm* c) {
 
 ncclResult_t socketInit(void** ctx, uint64_t commId, NetCommConfig* config, NetLogger logFunction,
                         NetProfilerCallback profFunction) {
-  if (logFunction != nullptr) gLogger.store(logFunction, std::memory_order_release);
+  if (logFunction != nullptr) setLogger(logFunction);
   ncclResult_t r = discover();
   if (r != ncclSuccess) return r;
   if (ctx != nullptr) *ctx = new Context{commId};
@@ -347,8 +238,7 @@ ncclResult_t socketInit(void** ctx, uint64_t commId, NetCommConfig* config, NetL
 
 ncclResult_t socketDevices(int* ndev) {
   if (ndev == nullptr) return fail(ncclInternalError, "devices: null pointer");
-  std::lock_guard<std::mutex> lock(gMutex);
-  *ndev = static_cast<int>(gDevices.size());
+  *ndev = deviceCount();
   return ncclSuccess;
 }
 
@@ -404,7 +294,7 @@ ncclResult_t socketListen(void* ctx, int dev, void* handle, void** listenComm) {
 
 ncclResult_t dropConnect(Handle* h, Connecting* pending, void* handle) {
   {
-    std::lock_guard<std::mutex> lock(gMutex);
+    std::lock_guard<std::mutex> lock(gConnectingMu);
     gConnecting.erase(pending);
   }
   delete pending;
@@ -434,13 +324,13 @@ ncclResult_t socketConnect(void* ctx, int dev, void* handle, void** sendComm, Ne
     fresh->hello = Hello{kHelloMagic, h.nonce};
     c = fresh.release();
     {
-      std::lock_guard<std::mutex> lock(gMutex);
+      std::lock_guard<std::mutex> lock(gConnectingMu);
       gConnecting.insert(c);
     }
     h.pending = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(c));
     std::memcpy(handle, &h, sizeof(h));
   } else {
-    std::lock_guard<std::mutex> lock(gMutex);
+    std::lock_guard<std::mutex> lock(gConnectingMu);
     if (gConnecting.count(c) == 0) {
       return fail(ncclInternalError,
                   "connect: the handle names a connect in progress that this process does "
@@ -639,11 +529,7 @@ const NetV11 kSocketNetwork = {
 
 const NetV11& socketNetwork() { return kSocketNetwork; }
 
-std::string socketNetDeviceAddress(int dev) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (dev < 0 || dev >= static_cast<int>(gDevices.size())) return std::string();
-  return gDevices[static_cast<size_t>(dev)].address.hostString();
-}
+std::string socketNetDeviceAddress(int dev) { return socketnet::deviceAddress(dev); }
 
 int socketNetFd(void* comm) {
   if (comm == nullptr) return -1;
