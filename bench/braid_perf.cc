@@ -215,5 +215,8 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   braid::perf::Options o;
   if (!braid::perf::parseOptions(argc, argv, &o)) return 2;
+  // Several GPU ranks in this process (the one-GPU demo: thread ranks sharing it): each rank's
+  // stream needs a hardware queue of its own, asked for before the first CUDA call (docs/gpu.md).
+  if (o.threads * o.gpus > 1) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   return braid::perf::run(o);
 }

@@ -205,6 +205,17 @@ Status Comm::connectGpu() {
   }
   if (sharing > 1 && sms > 0) o.channels = std::max(1, std::min(o.channels, sms / 2 / sharing));
   o.fullChannels = std::min(o.fullChannels, o.channels);
+  for (const Place& p : places) o.spansHosts = o.spansHosts || p.host != places[rank_].host;
+  if (o.spansHosts) {
+    // Peers on other hosts are reached through FIFOs in pinned host memory and a network proxy
+    // (exec/cuda_net.cc): 2 x 4 MiB of it per connection and channel, and a network slower than any
+    // GPU link. Two channels, as NCCL uses per NIC.
+    o.channels = std::min(o.channels, 2);
+    o.fullChannels = std::min(o.fullChannels, 2);
+    o.netAddress = bootstrap_->peerAddresses()[rank_];
+    o.timeoutMs = config_.timeoutMs;
+    o.onNetworkFailure = [this](const std::string& why) { failOnRemoteError(remoteError(why)).ignore(); };
+  }
   if (o.hostMemory) {
     // Pinned shared memory is scarce (/dev/shm) and slower than NVLink: fewer, smaller FIFOs.
     o.channels = std::min(o.channels, 2);
@@ -216,7 +227,7 @@ Status Comm::connectGpu() {
   // The one-shot algorithm, for ranks that reach each other's GPU memory (oneShotBlockLimit says how
   // many ranks and how much). Its CTAs need no FIFOs, so it may use more of them than the rings
   // found, except where ranks share a GPU (all CTAs must be resident at once).
-  if (!o.hostMemory) {
+  if (!o.hostMemory && !o.spansHosts) {
     o.oneShotBytes = exec::oneShotBlockLimit(nranks_, static_cast<size_t>(param::getInt(param::Id::kGpuOneShotBytes)));
     o.oneShotChannels = o.oneShotBytes == 0 ? 0 : sharing > 1 ? o.channels : device::kMaxOneShotChannels;
   }

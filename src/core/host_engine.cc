@@ -155,20 +155,6 @@ int HostEngine::availableCpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-namespace {
-
-transport::NetOptions netOptions(int steps, size_t chunkBytes, int64_t timeoutMs) {
-  transport::NetOptions o;
-  o.nThreads = static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kSocketNThreads), 1, 16));
-  o.nSocksPerThread = static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kNSocksPerThread), 1, 64));
-  o.slots = steps;
-  o.slotBytes = chunkBytes;
-  o.timeoutMs = timeoutMs;
-  return o;
-}
-
-}  // namespace
-
 HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig& config, const std::atomic<bool>* abort)
     : commKey_(commKey),
       rank_(rank),
@@ -180,7 +166,7 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       endpoint_(std::make_shared<transport::LoopbackEndpoint>(steps_, chunkBytes_)),
       registration_(commKey, rank, endpoint_),
       geometry_(algo::defaultGeometry(nranks)),
-      network_(commKey, rank, nranks, netOptions(steps_, chunkBytes_, config.timeoutMs), abort),
+      network_(commKey, rank, nranks, transport::NetOptions::fromParams(steps_, chunkBytes_, config.timeoutMs), abort),
       fifos_(std::make_unique<Fifos>(*this)) {}
 
 Status HostEngine::listen(const net::SocketAddress& interfaceAddress, transport::NetHandle* handle) {

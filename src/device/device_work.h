@@ -10,6 +10,15 @@
 //   head  in the sender's memory: slots the receiver has consumed (both protocols)
 // Each end keeps its step count in its own memory, so a count survives from one kernel to the next
 // and a CUDA graph replays correctly. Everybody polls local memory and writes remote memory.
+//
+// A peer on another host is reached through two FIFOs in this host's pinned, mapped memory, with a
+// network proxy between them (exec/cuda_net.cc): the sender's kernel fills its outbox and the
+// proxy sends each published slot; the receiver's proxy receives into its inbox and publishes, and
+// its kernel reads there. Such an end has a netStride: every protocol's slot k starts at the same
+// place (k x netStride), the sender writes each step's size (bytes of slot used) in the word
+// kNetSizeBefore bytes ahead of the slot and publishes the tail for every protocol, and the
+// receiver waits for the tail for every protocol (the network delivers a slot whole, not line by
+// line).
 #pragma once
 
 #include <cstddef>
@@ -54,6 +63,7 @@ struct SendEnd {
   uint64_t* tail = nullptr;  // receiver's tail (remote): this end publishes here
   uint64_t* head = nullptr;  // local: the receiver writes what it consumed
   uint64_t* step = nullptr;  // local: slots this end has sent
+  uint64_t netStride = 0;    // 0, or the outbox's slot stride (a network peer)
 };
 
 struct RecvEnd {
@@ -63,7 +73,12 @@ struct RecvEnd {
   uint64_t* tail = nullptr;  // local: the sender publishes here
   uint64_t* head = nullptr;  // sender's head (remote): this end reports consumption here
   uint64_t* step = nullptr;  // local: slots this end has received
+  uint64_t netStride = 0;    // 0, or the inbox's slot stride (a network peer)
 };
+
+/// Bytes from a network slot's size word to its data (transport/host_fifo.h: the slot header's
+/// size, then its 24-byte call tag).
+constexpr size_t kNetSizeBefore = 32;
 
 struct PeerConn {
   SendEnd send;

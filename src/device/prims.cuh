@@ -8,6 +8,8 @@
 //      buffers, writing the output and the peers' slots directly (stores over NVLink/PCIe);
 //   3. thread 0 publishes: Simple sends get a system fence and then the tail; receives report the
 //      slot consumed by writing the sender's head.
+// An end to a peer on another host (netStride, device_work.h) waits for and publishes the tail in
+// every protocol, and writes each step's size for the network proxy.
 // Step counts live in registers while a Prims is open and in the connection's memory otherwise.
 #pragma once
 
@@ -101,11 +103,19 @@ class DevicePrims {
   __device__ const char* input(size_t off) const { return static_cast<const char*>(call_.input) + off * elemSize(); }
   __device__ char* output(size_t off) const { return static_cast<char*>(call_.output) + off * elemSize(); }
   __device__ size_t elemSize() const { return elemSizeOf(call_.type); }
-  __device__ size_t slotOffset(uint64_t step) const {
+  __device__ size_t slotOffset(uint64_t step, uint64_t netStride) const {
     size_t slot = static_cast<size_t>(step % kSteps);
-    return P == Proto::kSimple ? slot * a_.simpleSlotBytes
-           : P == Proto::kLL   ? slot * a_.llSlotLines * kLlLineBytes
-                               : slot * a_.ll128SlotLines * kLl128LineBytes;
+    return netStride != 0        ? slot * netStride
+           : P == Proto::kSimple ? slot * a_.simpleSlotBytes
+           : P == Proto::kLL     ? slot * a_.llSlotLines * kLlLineBytes
+                                 : slot * a_.ll128SlotLines * kLl128LineBytes;
+  }
+  // Bytes of a slot that a step of n elements fills (what a network proxy sends).
+  __device__ size_t stepBytes(size_t n) const {
+    const size_t bytes = n * elemSize(), words = (bytes + 7) / 8;
+    return P == Proto::kSimple ? bytes
+           : P == Proto::kLL   ? words * kLlLineBytes
+                               : (words + kLl128DataPerLine / 8 - 1) / (kLl128DataPerLine / 8) * kLl128LineBytes;
   }
 
   // The protocol's slots of one end of a connection.
@@ -119,8 +129,10 @@ class DevicePrims {
   __device__ void step(const char* local, bool useRecv, char* out, bool useSend, size_t n, bool post) {
     const int nr = useRecv ? nRecv_ : 0, ns = useSend ? nSend_ : 0;
     if (lane_.tid == 0 && !aborted_) {
-      for (int i = 0; i < nr && P == Proto::kSimple; ++i)
-        aborted_ = aborted_ || !waitAtLeast(recv_[i].tail, rstep_[i] + 1, true, lane_.abortFlag);
+      for (int i = 0; i < nr; ++i) {
+        if (P == Proto::kSimple || recv_[i].netStride != 0)
+          aborted_ = aborted_ || !waitAtLeast(recv_[i].tail, rstep_[i] + 1, true, lane_.abortFlag);
+      }
       for (int i = 0; i < ns; ++i)
         aborted_ = aborted_ ||
                    !waitAtLeast(send_[i].head, sstep_[i] < kSteps ? 0 : sstep_[i] + 1 - kSteps, false, lane_.abortFlag);
@@ -137,7 +149,7 @@ class DevicePrims {
     }
     for (int i = 0; i < nr; ++i) {
       m.srcFlag[m.nSrc] = P != Proto::kSimple ? static_cast<uint32_t>(rstep_[i] + 1) : 0;
-      m.src[m.nSrc++] = slots(recv_[i]) + slotOffset(rstep_[i]);
+      m.src[m.nSrc++] = slots(recv_[i]) + slotOffset(rstep_[i], recv_[i].netStride);
     }
     if (out != nullptr) {
       m.dstFlag[m.nDst] = 0;
@@ -145,16 +157,26 @@ class DevicePrims {
     }
     for (int i = 0; i < ns; ++i) {
       m.dstFlag[m.nDst] = P != Proto::kSimple ? static_cast<uint32_t>(sstep_[i] + 1) : 0;
-      m.dst[m.nDst++] = slots(send_[i]) + slotOffset(sstep_[i]);
+      m.dst[m.nDst++] = slots(send_[i]) + slotOffset(sstep_[i], send_[i].netStride);
     }
     if (n > 0 && m.nDst > 0 && !moveData<P>(m, call_.type, call_.op, lane_)) aborted_ = true;
     laneBarrier(lane_);
     if (lane_.tid == 0) {
       // Simple: the lane's data stores (ordered before this thread by the barrier) reach the peer
-      // before the tail does. LL and LL128 lines carry their own flags. A head needs no fence: the slot's
-      // data was read before the barrier.
-      if (P == Proto::kSimple && ns > 0) __threadfence_system();
-      for (int i = 0; i < ns && P == Proto::kSimple; ++i) storeVolatile64(send_[i].tail, sstep_[i] + 1);
+      // before the tail does. LL and LL128 lines carry their own flags, except to a network proxy,
+      // which reads the step's size and then the slot once the tail says so. A head needs no
+      // fence: the slot's data was read before the barrier.
+      bool fence = P == Proto::kSimple && ns > 0;
+      for (int i = 0; i < ns; ++i) {
+        if (send_[i].netStride == 0) continue;
+        char* slot = slots(send_[i]) + slotOffset(sstep_[i], send_[i].netStride);
+        storeVolatile64(reinterpret_cast<uint64_t*>(slot - kNetSizeBefore), stepBytes(n));
+        fence = true;
+      }
+      if (fence) __threadfence_system();
+      for (int i = 0; i < ns; ++i) {
+        if (P == Proto::kSimple || send_[i].netStride != 0) storeVolatile64(send_[i].tail, sstep_[i] + 1);
+      }
       for (int i = 0; i < nr; ++i) storeVolatile64(recv_[i].head, rstep_[i] + 1);
     }
     for (int i = 0; i < nr; ++i) ++rstep_[i];

@@ -15,7 +15,7 @@ namespace braid::exec {
 int cudaDeviceCount(std::string* why = nullptr);
 
 /// The hardware queues the driver spreads a context's streams over (CUDA_DEVICE_MAX_CONNECTIONS;
-/// 8 when unset). braid sets 32 at load where nobody chose (cuda_device_cuda.cc says why).
+/// 8 when unset). Ranks of one process that share a device need a queue per stream (docs/gpu.md).
 int cudaHardwareQueues();
 
 /// What topology discovery needs to know of one device.

@@ -7,15 +7,6 @@
 namespace braid::exec {
 namespace {
 
-// Ranks of one process that share a GPU (thread ranks: ncclCommInitAll on one device, braid-perf
-// -t, the gpu tests) run kernels on separate streams that wait for each other. The driver spreads a
-// context's streams over CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set): two ranks'
-// streams on one queue make a false dependency, the second rank's kernel queued behind the first's,
-// which spins waiting for it. Measured on one H200, 8 processes of 3 thread ranks doing uneven
-// send/recv at once: 4 hangs with the default, none in 143 runs with 32 (bench/NOTES.md). So braid
-// asks for the most queues the driver gives, before any CUDA context exists, where nobody chose.
-__attribute__((constructor)) void enoughHardwareQueues() { setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0); }
-
 Status cudaStatus(const char* call, cudaError_t err) {
   if (err == cudaSuccess) return Status::ok();
   return Status(Code::kCudaError, std::string(call) + " failed: " + cudaGetErrorString(err));

@@ -173,6 +173,7 @@ CudaEngine::~CudaEngine() {
   // order, so the others are done too; after an abort they exit). Not the whole device: other ranks
   // sharing the GPU may have kernels that wait for their own abort, which comes after this one.
   if (s_->lastDone != nullptr && s_->lastStream != nullptr) cudaEventSynchronize(s_->lastDone);
+  s_->closeNet();
   for (size_t r = 0; r < s_->peerBases.size(); ++r) {
     if (s_->ipcOpened[r]) cudaIpcCloseMemHandle(s_->peerBases[r]);
   }
@@ -244,6 +245,7 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   BRAID_RETURN_IF_ERROR(
       cudaCheck("cudaHostGetDevicePointer",
                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->abortDevice), s->abortHost, 0)));
+  if (options.spansHosts) BRAID_RETURN_IF_ERROR(s->listenNet());
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->lastDone, cudaEventDisableTiming)));
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->joined, cudaEventDisableTiming)));
   const int n = options.nranks;
@@ -262,6 +264,7 @@ CudaExport CudaEngine::exported() const {
   e.device = s_->o.device;
   e.base = reinterpret_cast<uint64_t>(s_->arena);
   std::snprintf(e.shm, sizeof(e.shm), "%s", s_->shmName.c_str());
+  std::memcpy(e.net, s_->netHandle.data(), sizeof(e.net));
   if (s_->o.hostMemory) return e;
   cudaIpcMemHandle_t h;
   if (cudaIpcGetMemHandle(&h, s_->arena) == cudaSuccess) {
@@ -298,16 +301,18 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
                " but CUDA_DEVICE_MAX_CONNECTIONS=", cudaHardwareQueues(), " gives their streams fewer than ",
                2 * sharing + 1,
                " hardware queues: kernels that wait for each other may queue behind each other "
-               "and hang (unset it, braid then asks for 32, or set it to 32)");
+               "and hang (set CUDA_DEVICE_MAX_CONNECTIONS=32 before the process's first CUDA call)");
   }
   std::map<int, std::string> path;
   for (int q : peers) {
     const CudaExport& e = all[q];
     if (e.host != all[me].host) {
-      return invalidUsage("rank " + std::to_string(q) +
-                          " is on another host: GPU communicators across hosts need GPU buffers over the network (a "
-                          "proxy for GPU FIFOs), which braid does not have yet; host-memory communicators do work "
-                          "across hosts (docs/network.md)");
+      if (s.net == nullptr) {
+        return internalError("rank " + std::to_string(q) +
+                             " is on another host but this rank opened no network (its communicator did not know)");
+      }
+      path[q] = s.netPath();  // its FIFOs are made below, in this host's memory
+      continue;
     }
     if (s.o.hostMemory) {
       // Host memory: the same process sees a peer's registered arena at its address; another
@@ -351,14 +356,21 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
       path[q] = e.device == s.o.device ? "P2P/IPC (same device)" : "P2P/IPC";
     }
   }
+  if (s.net != nullptr) BRAID_RETURN_IF_ERROR(s.startNet(all));
   // The table: for each (channel, connId, peer), both ends as this rank sees them.
   std::vector<PeerConn> table(static_cast<size_t>(s.o.channels) * algo::kNumConnIds * n);
   for (int c = 0; c < s.o.channels; ++c) {
     for (int k : s.connIdsOf(c)) {
       for (int q : neighbours(s.o.geometry, me, k)) {
         char* mine = s.block(me, c, k, q);
-        char* theirs = s.block(q, c, k, me);
         PeerConn& pc = table[device::connIndex(c, k, q, n)];
+        if (all[q].host != all[me].host) {
+          pc.send.step = reinterpret_cast<uint64_t*>(mine + kSendStepOff);
+          pc.recv.step = reinterpret_cast<uint64_t*>(mine + kRecvStepOff);
+          BRAID_RETURN_IF_ERROR(s.connectNet(c, k, q, &pc));
+          continue;
+        }
+        char* theirs = s.block(q, c, k, me);
         pc.send.simple = theirs + kSimpleOff;
         pc.send.ll = theirs + s.llOff;
         pc.send.ll128 = theirs + s.ll128Off;

@@ -20,6 +20,7 @@
 #include "braid/braid.h"
 #include "core/status.h"
 #include "device/device_work.h"
+#include "net/socket_address.h"
 
 namespace braid::exec {
 
@@ -39,6 +40,13 @@ struct CudaEngineOptions {
   algo::Geometry geometry;
   bool hostMemory = false;  // FIFOs in pinned, mapped shared host memory instead of GPU memory
   uint64_t commKey = 0;     // names the shared-memory arena (hostMemory)
+  // Some ranks are on other hosts: this rank listens on the network for `netAddress`'s interface
+  // (the bootstrap's) and reaches them through a proxy (cuda_net.cc). A connection that fails
+  // aborts this rank's kernels and is told to onNetworkFailure (on a proxy thread).
+  bool spansHosts = false;
+  net::SocketAddress netAddress;
+  int64_t timeoutMs = 0;
+  std::function<void(const std::string& why)> onNetworkFailure;
 };
 
 /// What a peer needs to reach this rank's arena.
@@ -46,9 +54,10 @@ struct CudaExport {
   int64_t pid = 0;
   uint64_t host = 0;  // host identity hash
   int32_t device = -1;
-  uint64_t base = 0;            // the arena's address in this process
-  unsigned char ipc[64] = {0};  // cudaIpcMemHandle_t
-  char shm[48] = {0};           // host-memory arena: its shared-memory name
+  uint64_t base = 0;             // the arena's address in this process
+  unsigned char ipc[64] = {0};   // cudaIpcMemHandle_t
+  char shm[48] = {0};            // host-memory arena: its shared-memory name
+  unsigned char net[128] = {0};  // spansHosts: the handle of this rank's network listener
 };
 
 constexpr device::Proto kProtoSimple = device::Proto::kSimple;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exec/cuda_engine.h"
+#include "transport/net_transport.h"
 
 namespace braid::exec {
 
@@ -71,6 +72,10 @@ struct CudaEngine::State {
   void* lastStream = nullptr;
   cudaStream_t setup = nullptr;  // set-up copies and fills (cuda_engine.cc: onSetupStream)
   std::mutex mu;                 // one launch at a time
+  // Peers on other hosts (cuda_net.cc): the network transport and its FIFOs' pinned host memory.
+  std::unique_ptr<transport::NetTransport> net;
+  transport::NetHandle netHandle{};
+  std::vector<void*> netBlocks;
 
   int p2pChannels() const { return std::min(o.channels, kMaxP2pChannels); }
   // The connection ids channel c holds.
@@ -79,6 +84,21 @@ struct CudaEngine::State {
   ArenaLayout layoutOf(int rank) const;
   // Block (channel c, connection id k, peer) of `owner`'s arena, as mapped here.
   char* block(int owner, int c, int k, int peer) const;
+
+  // cuda_net.cc. Listens on the network (create, when the communicator spans hosts).
+  Status listenNet();
+  // Starts the proxy with every rank's handle (connect).
+  Status startNet(const std::vector<CudaExport>& all);
+  // Both ends of (channel c, connection id k) with `peer` through an outbox and an inbox of this
+  // host's memory, moved by the proxy; `pc`'s step counters are already set.
+  Status connectNet(int c, int k, int peer, device::PeerConn* pc);
+  // Around each kernel on `stream`, in stream order (also when captured): the proxy polls the
+  // FIFOs while one may run.
+  Status netAround(cudaStream_t stream, bool begin);
+  // Stops the proxy (after the last kernel) and frees the FIFOs' memory.
+  void closeNet();
+  // What the log and the errors call this rank's network ("NET/BraidSocket/0").
+  std::string netPath() const;
 };
 
 }  // namespace braid::exec

@@ -113,8 +113,11 @@ Status CudaEngine::launch(void* stream, const char* range, const std::function<i
     BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent", cudaStreamWaitEvent(cs, s.lastDone, 0)));
   }
   nvtxRangePushA(range);
-  int err = launchFn();
+  Status around = s.netAround(cs, true);  // (a failed launch still gets its end: the proxy may sleep again)
+  int err = around.isOk() ? launchFn() : 0;
+  if (around.isOk()) around = s.netAround(cs, false);
   nvtxRangePop();
+  BRAID_RETURN_IF_ERROR(around);
   BRAID_RETURN_IF_ERROR(cudaCheck(range, static_cast<cudaError_t>(err)));
   if (!capturing) {
     BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventRecord", cudaEventRecord(s.lastDone, cs)));

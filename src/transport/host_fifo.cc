@@ -2,8 +2,10 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <new>
 #include <thread>
@@ -26,17 +28,50 @@ inline void cpuRelax() {
 
 constexpr size_t kLine = 64;
 
-size_t roundUp(size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; }
-size_t headerBytes() { return roundUp(sizeof(FifoBlock)); }
-size_t strideFor(size_t slotBytes) { return roundUp(sizeof(SlotHeader) + slotBytes); }
+size_t roundUp(size_t bytes, size_t to = kLine) { return (bytes + to - 1) / to * to; }
+// The counters' block, then the slots: each [header | data], the data `align`-aligned (a host FIFO:
+// right after its header, so that a small message shares its header's cache line).
+size_t headerBytes(size_t align = 0) { return roundUp(sizeof(FifoBlock), std::max(kLine, align)); }
+size_t dataOffsetFor(size_t align) { return align == 0 ? sizeof(SlotHeader) : roundUp(sizeof(SlotHeader), align); }
+size_t strideFor(size_t slotBytes, size_t align = 0) {
+  return roundUp(dataOffsetFor(align) + slotBytes, std::max(kLine, align));
+}
 
 }  // namespace
 
 size_t HostFifo::blockBytes(int slots, size_t slotBytes) { return headerBytes() + slots * strideFor(slotBytes); }
 
+size_t HostFifo::deviceBlockBytes(int slots, size_t slotBytes) {
+  return headerBytes(kDeviceAlign) + slots * strideFor(slotBytes, kDeviceAlign);
+}
+
+HostFifo::DeviceLayout HostFifo::deviceLayout(size_t slotBytes) {
+  DeviceLayout l;
+  l.head = offsetof(FifoBlock, head);
+  l.tail = offsetof(FifoBlock, tail);
+  l.firstData = headerBytes(kDeviceAlign) + dataOffsetFor(kDeviceAlign);
+  l.stride = strideFor(slotBytes, kDeviceAlign);
+  l.sizeBefore = sizeof(SlotHeader) - offsetof(SlotHeader, size);
+  return l;
+}
+
+std::unique_ptr<HostFifo> HostFifo::forDevice(void* block, int slots, size_t slotBytes) {
+  return std::unique_ptr<HostFifo>(new HostFifo(block, slots, slotBytes, kDeviceAlign));
+}
+
+HostFifo::HostFifo(void* block, int slots, size_t slotBytes, size_t dataAlign)
+    : slots_(slots),
+      slotBytes_(slotBytes),
+      dataOffset_(dataOffsetFor(dataAlign)),
+      stride_(strideFor(slotBytes, dataAlign)),
+      crossProcess_(true),  // no waiter here to notify: the kernel polls
+      block_(new (block) FifoBlock{}),
+      slots_ptr_(static_cast<char*>(block) + headerBytes(dataAlign)) {}
+
 HostFifo::HostFifo(int slots, size_t slotBytes)
     : slots_(slots),
       slotBytes_(slotBytes),
+      dataOffset_(dataOffsetFor(0)),
       stride_(strideFor(slotBytes)),
       crossProcess_(false),
       owned_(new char[blockBytes(slots, slotBytes) + kLine]()) {
@@ -51,6 +86,7 @@ HostFifo::HostFifo(int slots, size_t slotBytes)
 HostFifo::HostFifo(void* block, int slots, size_t slotBytes, int peerRank, long peerPid)
     : slots_(slots),
       slotBytes_(slotBytes),
+      dataOffset_(dataOffsetFor(0)),
       stride_(strideFor(slotBytes)),
       crossProcess_(true),
       peerRank_(peerRank),

@@ -41,6 +41,11 @@ class FifoObserver {
  public:
   virtual ~FifoObserver() = default;
   virtual void wake() = 0;
+  /// A connection to `peer` failed (`why`: what its network said): its FIFO is closed.
+  virtual void failed(int peer, const std::string& why) {
+    (void)peer;
+    (void)why;
+  }
 };
 
 class HostFifo;
@@ -110,6 +115,22 @@ class HostFifo {
   /// `peerRank`), whose death ends every wait on this FIFO.
   HostFifo(void* block, int slots, size_t slotBytes, int peerRank, long peerPid);
 
+  /// A FIFO whose other side is a GPU kernel, over `block` (zeroed, kDeviceAlign-aligned, mapped
+  /// for the device; deviceBlockBytes long): a network proxy moves its slots, the kernel writes or
+  /// reads them and their counters through the offsets of deviceLayout. Each slot's data starts on
+  /// a kDeviceAlign boundary (LL128's lines); its size word lies just ahead of it, as everywhere.
+  static std::unique_ptr<HostFifo> forDevice(void* block, int slots, size_t slotBytes);
+  static constexpr size_t kDeviceAlign = 128;
+  struct DeviceLayout {
+    size_t head = 0;        // the consumer's counter
+    size_t tail = 0;        // the producer's counter
+    size_t firstData = 0;   // slot 0's data
+    size_t stride = 0;      // from one slot's data to the next
+    size_t sizeBefore = 0;  // a slot's size word lies this many bytes ahead of its data
+  };
+  static DeviceLayout deviceLayout(size_t slotBytes);
+  static size_t deviceBlockBytes(int slots, size_t slotBytes);
+
   int slots() const { return slots_; }
   size_t slotBytes() const { return slotBytes_; }
 
@@ -165,14 +186,16 @@ class HostFifo {
   void notify();
   template <class Ready>
   bool wait(Ready ready, const StopFlags& stop);
+  HostFifo(void* block, int slots, size_t slotBytes, size_t dataAlign);
   SlotHeader* header(uint64_t counter) const {
-    return reinterpret_cast<SlotHeader*>(slots_ptr_ + (counter % slots_) * stride_);
+    return reinterpret_cast<SlotHeader*>(slots_ptr_ + (counter % slots_) * stride_ + dataOffset_ - sizeof(SlotHeader));
   }
   char* slot(uint64_t counter) const { return reinterpret_cast<char*>(header(counter)) + sizeof(SlotHeader); }
 
   const int slots_;
   const size_t slotBytes_;
-  const size_t stride_;  // bytes from one slot header to the next
+  const size_t dataOffset_;  // from the start of a slot to its data (its header ends there)
+  const size_t stride_;      // bytes from one slot to the next
   const bool crossProcess_;
   const int peerRank_ = -1;
   const long peerPid_ = 0;

@@ -19,8 +19,11 @@ void pieceOf(size_t bytes, int lane, int lanes, size_t* begin, size_t* end) {
 }
 
 NetConnection::NetConnection(bool outgoing, int peer, int slots, size_t slotBytes, int lanes, FifoObserver* observer)
-    : outgoing_(outgoing), peer_(peer), fifo_(slots, slotBytes), observer_(observer), lanes_(lanes) {
-  fifo_.setObserver(observer);
+    : NetConnection(outgoing, peer, std::make_unique<HostFifo>(slots, slotBytes), lanes, observer) {}
+
+NetConnection::NetConnection(bool outgoing, int peer, std::unique_ptr<HostFifo> fifo, int lanes, FifoObserver* observer)
+    : outgoing_(outgoing), peer_(peer), fifo_(std::move(fifo)), observer_(observer), lanes_(lanes) {
+  fifo_->setObserver(observer);
 }
 
 bool NetConnection::agreeLanes(int lanes) {
@@ -36,11 +39,11 @@ void NetConnection::laneDone(int lane, uint64_t slots) {
   uint64_t all = UINT64_MAX;
   for (int i = 0; i < n; ++i) all = std::min(all, laneDone_[i].load(std::memory_order_acquire));
   if (outgoing_) {
-    while (fifo_.headCount() < all) fifo_.release();
+    while (fifo_->headCount() < all) fifo_->release();
   } else {
-    for (uint64_t t = fifo_.tailCount(); t < all; ++t)
-      fifo_.publish(sizes_[t % fifo_.slots()], tags_[t % fifo_.slots()]);
-    if (fifo_.tailCount() >= endBefore_) fail(endWhy_);
+    for (uint64_t t = fifo_->tailCount(); t < all; ++t)
+      fifo_->publish(sizes_[t % fifo_->slots()], tags_[t % fifo_->slots()]);
+    if (fifo_->tailCount() >= endBefore_) fail(endWhy_);
   }
 }
 
@@ -50,24 +53,26 @@ void NetConnection::endBefore(uint64_t counter, const std::string& why) {
     endBefore_ = counter;
     endWhy_ = why;
   }
-  if (fifo_.tailCount() >= endBefore_) fail(endWhy_);
+  if (fifo_->tailCount() >= endBefore_) fail(endWhy_);
 }
 
 void NetConnection::setSlotSize(uint64_t counter, uint64_t bytes, const CallTag& tag) {
-  sizes_[counter % fifo_.slots()] = bytes;
-  tags_[counter % fifo_.slots()] = tag;
-  sizeKnown_[counter % fifo_.slots()].store(counter + 1, std::memory_order_release);
+  sizes_[counter % fifo_->slots()] = bytes;
+  tags_[counter % fifo_->slots()] = tag;
+  sizeKnown_[counter % fifo_->slots()].store(counter + 1, std::memory_order_release);
   if (lanes() > 1) observer_->wake();  // lanes of other proxy threads may wait for it
 }
 
 bool NetConnection::slotSize(uint64_t counter, uint64_t* bytes) const {
-  if (sizeKnown_[counter % fifo_.slots()].load(std::memory_order_acquire) != counter + 1) return false;
-  *bytes = sizes_[counter % fifo_.slots()];
+  if (sizeKnown_[counter % fifo_->slots()].load(std::memory_order_acquire) != counter + 1) return false;
+  *bytes = sizes_[counter % fifo_->slots()];
   return true;
 }
 
 void NetConnection::fail(const std::string& why) {
-  if (fifo_.closedBy() < 0) fifo_.close(peer_, why);
+  if (fifo_->closedBy() >= 0) return;
+  fifo_->close(peer_, why);
+  observer_->failed(peer_, why);
 }
 
 NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const network::Network* network, void* comm)

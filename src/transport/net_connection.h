@@ -51,10 +51,12 @@ class NetConnection {
   /// `outgoing`: this rank sends (the FIFO's consumer is the proxy); else it receives. `lanes` may
   /// be 0 for an incoming connection until the first lane tells how many the sender uses.
   NetConnection(bool outgoing, int peer, int slots, size_t slotBytes, int lanes, FifoObserver* observer);
+  /// The same over a FIFO made elsewhere (one a GPU kernel shares: HostFifo::forDevice).
+  NetConnection(bool outgoing, int peer, std::unique_ptr<HostFifo> fifo, int lanes, FifoObserver* observer);
 
   bool outgoing() const { return outgoing_; }
   int peer() const { return peer_; }
-  HostFifo& fifo() { return fifo_; }
+  HostFifo& fifo() { return *fifo_; }
 
   int lanes() const { return lanes_.load(std::memory_order_acquire); }
   /// Incoming: the sender's lane count, from its first lane; false when a later lane disagrees.
@@ -79,7 +81,7 @@ class NetConnection {
  private:
   const bool outgoing_;
   const int peer_;
-  HostFifo fifo_;
+  std::unique_ptr<HostFifo> fifo_;
   FifoObserver* observer_;
   std::atomic<int> lanes_;
   std::atomic<uint64_t> laneDone_[kMaxLanesPerConnection] = {};

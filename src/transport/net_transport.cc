@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "core/log.h"
+#include "core/param.h"
 #include "transport/net/socket_net.h"
 
 namespace braid::transport {
@@ -26,6 +28,16 @@ std::string describeHello(const NetHello& h) {
 }
 
 }  // namespace
+
+NetOptions NetOptions::fromParams(int slots, size_t slotBytes, int64_t timeoutMs) {
+  NetOptions o;
+  o.nThreads = static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kSocketNThreads), 1, 16));
+  o.nSocksPerThread = static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kNSocksPerThread), 1, 64));
+  o.slots = slots;
+  o.slotBytes = slotBytes;
+  o.timeoutMs = timeoutMs;
+  return o;
+}
 
 std::string checkNetHello(const NetHello& h, uint64_t commKey, int rank, int nranks) {
   if (h.magic != kNetHelloMagic) return "not a braid network-transport hello";
@@ -53,7 +65,7 @@ struct NetTransport::Proxy {
   std::vector<std::unique_ptr<NetLane>> lanes;  // stepped under stepMu; changed by the proxy only
   std::thread thread;
 
-  void run(const std::atomic<bool>& stop);
+  void run(const std::atomic<bool>& stop, const std::atomic<int>& working);
   bool adopt() {
     std::lock_guard<std::mutex> lock(mu);
     if (added.empty()) return false;
@@ -69,8 +81,9 @@ struct NetTransport::Proxy {
 };
 
 // Step every lane until nothing moves for a few passes, then sleep in poll() on the lanes' sockets
-// and the waker (FIFO changes, new lanes, stop).
-void NetTransport::Proxy::run(const std::atomic<bool>& stop) {
+// and the waker (FIFO changes, new lanes, stop). Not while a GPU kernel works (`working`): what
+// it writes wakes nobody.
+void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<int>& working) {
   tStepping = true;
   std::vector<pollfd> fds;
   int idle = 0;
@@ -83,7 +96,7 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop) {
       idle = 0;
       continue;
     }
-    if (++idle < kIdleSpins) {
+    if (++idle < kIdleSpins || working.load(std::memory_order_acquire) > 0) {
       step.unlock();  // a caller may step inline meanwhile
       std::this_thread::yield();
       step.lock();
@@ -130,6 +143,8 @@ NetTransport::~NetTransport() {
   }
   proxies_.clear();  // the lanes close their network connections
   connections_.clear();
+  for (auto& kv : parked_) network_->api().closeRecv(kv.second.second);
+  parked_.clear();
   if (listenComm_ != nullptr) network_->api().closeListen(listenComm_);
 }
 
@@ -166,7 +181,7 @@ Status NetTransport::start(std::vector<NetHandle> peers) {
     Proxy* p = proxy.get();
     p->thread = std::thread([this, p] {
       log::ScopedRank scoped(rank_);
-      p->run(stop_);
+      p->run(stop_, working_);
     });
   }
   acceptor_ = std::thread([this] {
@@ -258,8 +273,7 @@ Status NetTransport::connectLane(int dst, const NetHello& hello, const braid::ne
 
 Status NetTransport::connection(int channel, int connId, int src, int dst, HostFifo** out) {
   Key key{channel, connId, src, dst};
-  bool outgoing = src == rank_;
-  if (!outgoing) {
+  if (src != rank_) {
     *out = &findOrMake(key, false, 0)->fifo();
     return Status::ok();
   }
@@ -271,6 +285,37 @@ Status NetTransport::connection(int channel, int connId, int src, int dst, HostF
       return Status::ok();
     }
   }
+  std::shared_ptr<NetConnection> connection;
+  BRAID_RETURN_IF_ERROR(connectOutgoing(key, nullptr, &connection));
+  *out = &connection->fifo();
+  return Status::ok();
+}
+
+Status NetTransport::attach(int channel, int connId, int src, int dst, std::unique_ptr<HostFifo> fifo) {
+  Key key{channel, connId, src, dst};
+  if (src == rank_) {
+    std::shared_ptr<NetConnection> connection;
+    return connectOutgoing(key, std::move(fifo), &connection);
+  }
+  std::shared_ptr<NetConnection> connection;
+  std::vector<std::pair<NetHello, void*>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = connections_[key];
+    if (slot != nullptr) return internalError("network connection attached twice");
+    slot = connection = std::make_shared<NetConnection>(false, src, std::move(fifo), 0, this);
+    auto range = parked_.equal_range(key);
+    for (auto it = range.first; it != range.second; ++it) waiting.push_back(it->second);
+    parked_.erase(range.first, range.second);
+  }
+  for (auto& [hello, comm] : waiting) adoptInto(connection, hello, comm);
+  return Status::ok();
+}
+
+// Connects the lanes of outgoing connection `key` (over `fifo`, or a FIFO of its own when null).
+Status NetTransport::connectOutgoing(const Key& key, std::unique_ptr<HostFifo> fifo,
+                                     std::shared_ptr<NetConnection>* out) {
+  const auto [channel, connId, src, dst] = key;
   int lanes =
       std::min(kMaxLanesPerConnection, static_cast<int>(proxies_.size()) * std::max(1, options_.nSocksPerThread));
   braid::net::Deadline deadline = braid::net::Deadline::in(options_.timeoutMs, abort_);
@@ -286,12 +331,54 @@ Status NetTransport::connection(int channel, int connId, int src, int dst, HostF
     }
     return st;
   }
-  auto connection = findOrMake(key, true, lanes);
-  for (int i = 0; i < lanes; ++i) addLane(connection, i, comms[i]);
+  if (fifo != nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = connections_[key];
+    if (slot != nullptr) return internalError("network connection attached twice");
+    slot = std::make_shared<NetConnection>(true, dst, std::move(fifo), lanes, this);
+    *out = slot;
+  } else {
+    *out = findOrMake(key, true, lanes);
+  }
+  for (int i = 0; i < lanes; ++i) addLane(*out, i, comms[i]);
   BRAID_INFO(log::Subsys::kNet, "channel ", channel, " connection ", connId, ": ", src, " -> ", dst, " via NET/",
              network_->name(), "/", device_, " (", lanes, " lane(s))");
-  *out = &connection->fifo();
   return Status::ok();
+}
+
+void NetTransport::beginWork() {
+  working_.fetch_add(1, std::memory_order_seq_cst);
+  bool failed = false;
+  int peer = -1;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(failMu_);
+    std::swap(failed, idleFailure_);
+    peer = idlePeer_;
+    why = idleWhy_;
+  }
+  if (failed && options_.onFailure) options_.onFailure(peer, why);
+  for (auto& proxy : proxies_) proxy->waker.wake();
+}
+
+void NetTransport::endWork() { working_.fetch_sub(1, std::memory_order_acq_rel); }
+
+void NetTransport::failed(int peer, const std::string& why) {
+  if (!options_.onFailure) return;
+  {
+    std::lock_guard<std::mutex> lock(failMu_);
+    if (working_.load(std::memory_order_seq_cst) == 0) {
+      BRAID_INFO(log::Subsys::kNet, "network transport: the connection with rank ", peer,
+                 " ended while no kernel used it (told if one does): ", why);
+      if (!idleFailure_) {
+        idleFailure_ = true;
+        idlePeer_ = peer;
+        idleWhy_ = why;
+      }
+      return;
+    }
+  }
+  options_.onFailure(peer, why);
 }
 
 // Accepts lanes and waits for their hellos without ever blocking on one: a lane that says nothing,
@@ -386,7 +473,25 @@ bool NetTransport::stepPending(Pending& p) {
 }
 
 void NetTransport::adopt(const NetHello& h, void* recvComm) {
-  auto connection = findOrMake(Key{h.channel, h.connId, h.src, h.dst}, false, 0);
+  Key key{h.channel, h.connId, h.src, h.dst};
+  if (!options_.attachedOnly) {
+    adoptInto(findOrMake(key, false, 0), h, recvComm);
+    return;
+  }
+  std::shared_ptr<NetConnection> connection;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = connections_.find(key);
+    if (it == connections_.end()) {
+      parked_.emplace(key, std::make_pair(h, recvComm));  // before its attach(): it waits
+      return;
+    }
+    connection = it->second;
+  }
+  adoptInto(connection, h, recvComm);
+}
+
+void NetTransport::adoptInto(std::shared_ptr<NetConnection> connection, const NetHello& h, void* recvComm) {
   if (!connection->agreeLanes(h.lanes)) {
     BRAID_WARN(log::Subsys::kNet, "network transport: dropped a lane of ", describeHello(h), ": the connection uses ",
                connection->lanes(), " lanes");

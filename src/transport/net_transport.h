@@ -19,6 +19,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,17 @@ struct NetOptions {
   int slots = 8;            // FIFO slots per connection (BRAID_STEPS)
   size_t slotBytes = 0;     // bytes per slot (BRAID_CHUNK_BYTES)
   int64_t timeoutMs = 0;    // connecting; flushing what is queued at destruction (capped at 10 s)
+  // Connections are attached (attach()), never made on first use: a lane that arrives before its
+  // connection is attached waits for it.
+  bool attachedOnly = false;
+  // Called when a connection fails: its FIFO's other side may be a kernel, which no closed FIFO
+  // stops. At once (on a proxy thread) while a kernel works (beginWork..endWork); a failure seen
+  // while none does (a peer that destroyed its communicator after its last call looks the same
+  // as one that died) is kept and told at the next beginWork, on the thread that calls it.
+  std::function<void(int peer, const std::string& why)> onFailure;
+
+  /// BRAID_SOCKET_NTHREADS and BRAID_NSOCKS_PERTHREAD (clamped), with these FIFO sizes.
+  static NetOptions fromParams(int slots, size_t slotBytes, int64_t timeoutMs);
 };
 
 /// The first field of every lane's hello ("braidLNE"; not the socket network's own hello).
@@ -78,8 +90,21 @@ class NetTransport : public FifoObserver {
   /// first use: the sender connects its lanes, the receiver's arrive through the acceptor.
   Status connection(int channel, int connId, int src, int dst, HostFifo** out);
 
+  /// Connection (channel, connId) from `src` to `dst` (one of them this rank) over `fifo`, a FIFO
+  /// whose other side is a GPU kernel (HostFifo::forDevice), made now: the sender connects its
+  /// lanes, the receiver adopts them as they arrive.
+  Status attach(int channel, int connId, int src, int dst, std::unique_ptr<HostFifo> fifo);
+
+  /// Between beginWork() and its endWork() a GPU kernel may fill or drain attached FIFOs, which
+  /// wakes nobody: the proxies poll them without sleeping meanwhile. Safe from any thread (CUDA
+  /// calls them from its host-function thread, in stream order around each kernel).
+  void beginWork();
+  void endWork();
+
   /// FifoObserver: a FIFO changed, the proxy threads may have work.
   void wake() override;
+  /// FifoObserver: a connection failed; told to options.onFailure.
+  void failed(int peer, const std::string& why) override;
 
  private:
   struct Proxy;
@@ -89,8 +114,10 @@ class NetTransport : public FifoObserver {
   void acceptLoop();
   bool stepPending(Pending& pending);
   void adopt(const NetHello& hello, void* recvComm);
+  void adoptInto(std::shared_ptr<NetConnection> connection, const NetHello& hello, void* recvComm);
   void addLane(std::shared_ptr<NetConnection> connection, int index, void* comm);
   std::shared_ptr<NetConnection> findOrMake(const Key& key, bool outgoing, int lanes);
+  Status connectOutgoing(const Key& key, std::unique_ptr<HostFifo> fifo, std::shared_ptr<NetConnection>* out);
   Status connectLane(int dst, const NetHello& hello, const net::Deadline& deadline, void** sendComm);
   void flush();
 
@@ -109,6 +136,12 @@ class NetTransport : public FifoObserver {
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::map<Key, std::shared_ptr<NetConnection>> connections_;
+  std::multimap<Key, std::pair<NetHello, void*>> parked_;  // lanes waiting for attach() (guarded by mu_)
+  std::atomic<int> working_{0};                            // kernels between beginWork and endWork
+  std::mutex failMu_;
+  bool idleFailure_ = false;  // a failure seen while no kernel worked (guarded by failMu_)
+  int idlePeer_ = -1;
+  std::string idleWhy_;
 };
 
 }  // namespace braid::transport

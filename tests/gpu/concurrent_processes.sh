@@ -1,30 +1,50 @@
 #!/bin/sh
 # Runs COPIES processes of the gpu test binary at once on this machine's GPUs, each with the same
-# gtest FILTER, and fails if any of them fails: the situation (ctest -j on one GPU) in which the
-# tests once raced their own buffers (gpu_world.h). Exit 77 (skipped) where no test found a GPU.
+# gtest FILTER, and fails if any of them fails. Exit 77 (skipped) where no test found a GPU.
 #
-#   concurrent_processes.sh BINARY COPIES FILTER [OUTDIR]
+#   concurrent_processes.sh [--hosts] BINARY COPIES FILTER [OUTDIR]
+#
+# Plain: independent copies, the situation (ctest -j on one GPU) in which the tests once raced
+# their own buffers (gpu_world.h). With --hosts: the copies are the pretended hosts of one job,
+# copy i with BRAID_HOSTID=braid-gpu-test-host-i and BRAID_TEST_HOSTS=i:COPIES:DIR, so that each
+# world's ranks are split between them and reach each other over the network (gpu_world.h).
+# The copies' logs are kept (and their folder named) when one fails, or with KEEP_LOGS set.
 set -u
+hosts=0
+if [ "${1:-}" = "--hosts" ]; then
+  hosts=1
+  shift
+fi
 bin=$1 copies=$2 filter=$3 out=${4:-${TMPDIR:-/tmp}}
+dir=$(mktemp -d "$out/gpu-hosts-XXXXXX") || exit 1
 status=0
 pids=""
-i=1
-while [ "$i" -le "$copies" ]; do
-  "$bin" --gtest_filter="$filter" >"$out/gpu-concurrent-$$-$i.log" 2>&1 &
+i=0
+while [ "$i" -lt "$copies" ]; do
+  if [ "$hosts" -eq 1 ]; then
+    BRAID_HOSTID=braid-gpu-test-host-$i BRAID_TEST_HOSTS=$i:$copies:$dir \
+      "$bin" --gtest_filter="$filter" >"$dir/copy-$i.log" 2>&1 &
+  else
+    "$bin" --gtest_filter="$filter" >"$dir/copy-$i.log" 2>&1 &
+  fi
   pids="$pids $!"
   i=$((i + 1))
 done
-i=1
+i=0
 for pid in $pids; do
   wait "$pid" || status=1
-  log="$out/gpu-concurrent-$$-$i.log"
+  log="$dir/copy-$i.log"
   echo "=== copy $i: $(grep -E '^\[  (PASSED|FAILED)  \]' "$log" | tr '\n' ' ')"
-  grep -E 'Failure|is .*, expected|FAILED' "$log" | head -20
+  grep -E 'Failure|is .*, expected|FAILED|WARN' "$log" | head -20
   i=$((i + 1))
 done
-if [ "$status" -eq 0 ] && ! grep -q '^\[       OK \]' "$out"/gpu-concurrent-$$-*.log; then
+if [ "$status" -eq 0 ] && ! grep -q '^\[       OK \]' "$dir"/copy-*.log; then
   echo "no CUDA device: every case skipped"
   status=77
 fi
-rm -f "$out"/gpu-concurrent-$$-*.log
+if [ "$status" -eq 1 ] || [ -n "${KEEP_LOGS:-}" ]; then
+  echo "logs kept in $dir"
+else
+  rm -rf "$dir"
+fi
 exit $status

@@ -121,6 +121,13 @@ struct CaseBuffers {
     for (int r = 0; r < n; ++r) {
       in.emplace_back();
       fillInput(&in.back(), inElems(c.coll, c.count, n), c.type, r, c.salt);
+      if (!w.local(r)) {  // on another host: its input only, for the reference
+        sendBufs.emplace_back();
+        recvBufs.emplace_back();
+        send.push_back(nullptr);
+        recv.push_back(nullptr);
+        continue;
+      }
       // In place: one buffer the size of the larger side; the input sits where the API says.
       sendBufs.push_back(std::make_unique<DeviceBuffer>(w.devices[r], pad + std::max(inBytes, outBytes)));
       char* sb = static_cast<char*>(sendBufs.back()->ptr) + pad;
@@ -129,6 +136,7 @@ struct CaseBuffers {
         rb = sb;
         if (c.coll == Coll::kAllGather) sb = rb + r * inBytes;
         if (c.coll == Coll::kReduceScatter) rb = sb + r * outBytes;
+        recvBufs.emplace_back();
       } else {
         recvBufs.push_back(std::make_unique<DeviceBuffer>(w.devices[r], pad + outBytes));
         rb = static_cast<char*>(recvBufs.back()->ptr) + pad;
@@ -144,6 +152,7 @@ struct CaseBuffers {
     const size_t es = core::typeSize(c.type);
     for (int r = 0; r < w.size(); ++r) {
       fillInput(&in[r], inElems(c.coll, c.count, w.size()), c.type, r, c.salt);
+      if (!w.local(r)) continue;
       if (!c.inPlace) poison(w.devices[r], recv[r], outElems(c.coll, c.count, w.size()) * es);
       writeDevice(w.devices[r], const_cast<void*>(send[r]), in[r].data(), in[r].size());
     }
@@ -153,7 +162,7 @@ struct CaseBuffers {
     const int n = w.size();
     const size_t es = core::typeSize(c.type);
     for (int r = 0; r < n; ++r) {
-      std::vector<unsigned char> want = expected(c, in, r, n);
+      std::vector<unsigned char> want = w.local(r) ? expected(c, in, r, n) : std::vector<unsigned char>{};
       if (want.empty()) continue;
       std::vector<unsigned char> got(want.size());
       readDevice(w.devices[r], got.data(), recv[r], got.size());
@@ -184,6 +193,7 @@ struct CaseBuffers {
 inline std::string runCase(const Case& c, World& w) {
   CaseBuffers b(c, w);
   for (int r = 0; r < w.size(); ++r) {
+    if (!w.local(r)) continue;
     braidResult_t res = issue(c, w, r, b.send[r], b.recv[r]);
     if (res != braidSuccess) return c.describe() + ": rank " + std::to_string(r) + ": " + braidGetLastError();
   }
@@ -218,6 +228,7 @@ struct CallSet {
     for (int round = 0; round < rounds; ++round) {
       if (grouped) {
         for (int r = 0; r < w.size(); ++r) {
+          if (!w.local(r)) continue;
           cudaSetDevice(w.devices[r]);
           braidGroupStart();
           for (size_t i = 0; i < cases.size(); ++i) {
@@ -230,6 +241,7 @@ struct CallSet {
       }
       for (size_t i = 0; i < cases.size(); ++i) {
         for (int r = 0; r < w.size(); ++r) {
+          if (!w.local(r)) continue;
           std::string e = issueOne(w, i, r);
           if (!e.empty()) return e;
         }

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 namespace braid::gputest {
@@ -16,19 +20,74 @@ int deviceCount() {
   return n;
 }
 
+namespace {
+
+// The gpu tests run several ranks of one process on one GPU: each rank's stream needs a hardware
+// queue of its own (docs/gpu.md), asked for before the process's first CUDA call.
+__attribute__((constructor)) void enoughHardwareQueues() { setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0); }
+
+// This process's part of a world spread over pretended hosts (BRAID_TEST_HOSTS=h:H:DIR).
+struct HostSplit {
+  int host = 0, hosts = 1;
+  std::string dir;
+};
+
+HostSplit hostSplit() {
+  HostSplit split;
+  const char* v = std::getenv("BRAID_TEST_HOSTS");
+  if (v == nullptr) return split;
+  std::string s = v;
+  size_t a = s.find(':'), b = s.find(':', a + 1);
+  if (a == std::string::npos || b == std::string::npos) return split;
+  split.host = std::atoi(s.substr(0, a).c_str());
+  split.hosts = std::max(1, std::atoi(s.substr(a + 1, b - a - 1).c_str()));
+  split.dir = s.substr(b + 1);
+  return split;
+}
+
+// The unique id of this process's `seq`-th world: made here (host 0, left in the folder for the
+// others: written aside, then renamed into place) or waited for.
+std::string worldId(const HostSplit& split, int seq, braidUniqueId* id) {
+  if (split.hosts == 1) return braidGetUniqueId(id) == braidSuccess ? "" : braidGetLastError();
+  const std::string path = split.dir + "/world-" + std::to_string(seq) + ".id";
+  if (split.host == 0) {
+    if (braidGetUniqueId(id) != braidSuccess) return braidGetLastError();
+    std::FILE* f = std::fopen((path + ".part").c_str(), "wb");
+    if (f == nullptr || std::fwrite(id, sizeof(*id), 1, f) != 1 || std::fclose(f) != 0 ||
+        std::rename((path + ".part").c_str(), path.c_str()) != 0)
+      return "cannot write " + path;
+    return "";
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+      size_t got = std::fread(id, sizeof(*id), 1, f);
+      std::fclose(f);
+      if (got == 1) return "";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return "host 0 left no unique id in " + path + " within 60 s";
+}
+
+}  // namespace
+
 World::World(const WorldOptions& o) {
+  static int worlds = 0;
   const int n = o.nranks, gpus = deviceCount();
+  const HostSplit split = hostSplit();
   comms.assign(n, nullptr);
   streams.assign(n, nullptr);
+  here.assign(n, false);
+  for (int r = split.host * n / split.hosts; r < (split.host + 1) * n / split.hosts; ++r) here[r] = true;
   for (int r = 0; r < n; ++r) devices.push_back(gpus > 0 ? r % gpus : 0);
   braidUniqueId id;
-  if (braidGetUniqueId(&id) != braidSuccess) {
-    error = braidGetLastError();
-    return;
-  }
+  error = worldId(split, ++worlds, &id);
+  if (!error.empty()) return;
   std::vector<std::string> errors(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
+    if (!here[r]) continue;
     threads.emplace_back([&, r] {
       cudaSetDevice(devices[r]);
       braidConfig_t config = BRAID_CONFIG_INITIALIZER;
@@ -62,12 +121,17 @@ bool World::sync() {
   // their kernels give up) and fails the test instead of hanging it.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (int r = 0; r < size(); ++r) {
+    if (!here[r]) continue;
     cudaSetDevice(devices[r]);
     cudaError_t e;
     while ((e = cudaStreamQuery(streams[r])) == cudaErrorNotReady) {
       if (std::chrono::steady_clock::now() > deadline) {
-        for (braidComm_t c : comms) braidCommAbort(c);
-        for (int q = 0; q < size(); ++q) cudaStreamSynchronize(streams[q]);
+        for (braidComm_t c : comms) {
+          if (c != nullptr) braidCommAbort(c);
+        }
+        for (int q = 0; q < size(); ++q) {
+          if (here[q]) cudaStreamSynchronize(streams[q]);
+        }
         comms.assign(comms.size(), nullptr);  // aborted: destroy would wait for nothing useful
         error = "rank " + std::to_string(r) + "'s stream did not finish within 60 s (aborted)";
         return false;

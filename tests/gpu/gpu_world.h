@@ -1,6 +1,12 @@
 // A test world of GPU ranks in this process: n communicators (rank r on device r % devices, so a
 // single GPU hosts several ranks), one stream each, made with a given algorithm, protocol and CTA
 // range. Calls are issued from one thread; each rank's kernel runs on its own stream.
+//
+// Across pretended hosts: with BRAID_TEST_HOSTS=h:H:DIR (and a BRAID_HOSTID of its own), this
+// process is host h of H processes running the same tests, and holds ranks [h*n/H, (h+1)*n/H) of
+// each world; every rank-indexed vector keeps all n entries, null where the rank lives elsewhere
+// (local(r) says). Host 0 makes each world's unique id and leaves it in DIR for the others
+// (across_hosts.sh runs them).
 #pragma once
 
 #include <braid/braid.h>
@@ -29,7 +35,9 @@ struct World {
 
   explicit World(const WorldOptions& options);
   ~World();
+  std::vector<bool> here;  // here[r]: rank r lives in this process
   int size() const { return static_cast<int>(comms.size()); }
+  bool local(int r) const { return here[r]; }
   /// Waits for every rank's stream; false (and error set) on a CUDA error.
   bool sync();
 };

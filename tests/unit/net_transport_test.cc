@@ -8,7 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -215,6 +219,114 @@ TEST(NetTransport, PeerGoneClosesTheFifoInItsName) {
   in->release();
   EXPECT_EQ(in->waitReadable(&bytes, stop), nullptr);
   EXPECT_EQ(in->closedBy(), 0);
+}
+
+// Connections over FIFOs that a GPU kernel shares (HostFifo::forDevice, exec/cuda_net.cc), with
+// the kernel played by two threads that touch only what a kernel touches: the counters, the slots
+// and the size words at the offsets of HostFifo::deviceLayout. The receiver attaches late, so the
+// sender's lanes arrive before their connection and must wait for it.
+struct KernelFifo {
+  std::vector<char> memory;
+  char* block;
+  HostFifo::DeviceLayout layout;
+  KernelFifo(int slots, size_t slotBytes)
+      : memory(HostFifo::deviceBlockBytes(slots, slotBytes) + HostFifo::kDeviceAlign),
+        layout(HostFifo::deviceLayout(slotBytes)) {
+    void* p = memory.data();
+    size_t space = memory.size();
+    block = static_cast<char*>(std::align(HostFifo::kDeviceAlign, space - HostFifo::kDeviceAlign, p, space));
+  }
+  std::atomic<uint64_t>& head() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.head); }
+  std::atomic<uint64_t>& tail() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.tail); }
+  char* data(uint64_t step, int slots) { return block + layout.firstData + (step % slots) * layout.stride; }
+};
+
+bool waitFor(const std::function<bool()>& ready) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+TEST(NetTransportAttached, FifosOfAKernelMoveEverySlotWholeAndAFailureIsToldWhenAKernelBegins) {
+  const int slots = 4;
+  const size_t slotBytes = 8192;
+  std::atomic<bool> abort{false};
+  std::mutex mu;
+  std::vector<std::string> failures[2];
+  std::unique_ptr<NetTransport> rank[2];
+  std::vector<NetHandle> handles(2);
+  for (int r = 0; r < 2; ++r) {
+    NetOptions o;
+    o.nSocksPerThread = 2;
+    o.slots = slots;
+    o.slotBytes = slotBytes;
+    o.timeoutMs = 5000;
+    o.attachedOnly = true;
+    o.onFailure = [&, r](int peer, const std::string& why) {
+      std::lock_guard<std::mutex> lock(mu);
+      failures[r].push_back("peer " + std::to_string(peer) + ": " + why);
+    };
+    rank[r] = std::make_unique<NetTransport>(kKey, r, 2, o, &abort);
+    ASSERT_TRUE(rank[r]->listen(loopbackAddress(), &handles[r]).isOk());
+  }
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(rank[r]->start(handles).isOk());
+  KernelFifo out(slots, slotBytes), in(slots, slotBytes);
+  ASSERT_EQ(out.layout.firstData % HostFifo::kDeviceAlign, 0u);
+  ASSERT_EQ(out.layout.stride % HostFifo::kDeviceAlign, 0u);
+  ASSERT_TRUE(rank[0]->attach(3, 1, 0, 1, HostFifo::forDevice(out.block, slots, slotBytes)).isOk());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its lanes reach rank 1 first
+  ASSERT_TRUE(rank[1]->attach(3, 1, 0, 1, HostFifo::forDevice(in.block, slots, slotBytes)).isOk());
+  for (auto& t : rank) t->beginWork();
+
+  std::mt19937 rng(7);
+  std::vector<size_t> sizes = {0, 1, slotBytes, 128, 65, slotBytes - 1};
+  for (int i = 0; i < 60; ++i) sizes.push_back(rng() % (slotBytes + 1));
+  auto byte = [](size_t step, size_t i) { return static_cast<char>((step * 29 + i * 13) & 0xff); };
+  std::thread producer([&] {
+    for (uint64_t k = 0; k < sizes.size(); ++k) {
+      ASSERT_TRUE(waitFor([&] { return k < slots || out.head().load(std::memory_order_acquire) >= k + 1 - slots; }))
+          << "slot " << k << " never freed";
+      char* d = out.data(k, slots);
+      for (size_t i = 0; i < sizes[k]; ++i) d[i] = byte(k, i);
+      std::memcpy(d - out.layout.sizeBefore, &sizes[k], sizeof(uint64_t));
+      out.tail().store(k + 1, std::memory_order_release);
+    }
+  });
+  for (uint64_t k = 0; k < sizes.size(); ++k) {
+    ASSERT_TRUE(waitFor([&] { return in.tail().load(std::memory_order_acquire) >= k + 1; })) << "slot " << k;
+    const char* d = in.data(k, slots);
+    uint64_t bytes = 0;
+    std::memcpy(&bytes, d - in.layout.sizeBefore, sizeof(bytes));
+    ASSERT_EQ(bytes, sizes[k]) << "slot " << k;
+    for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(d[i], byte(k, i)) << "slot " << k << " byte " << i;
+    in.head().store(k + 1, std::memory_order_release);
+  }
+  producer.join();
+  for (auto& t : rank) t->endWork();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(failures[0].empty() && failures[1].empty());
+  }
+  // The sender goes away while no kernel works: nothing is told (a peer that destroyed its
+  // communicator after its last call looks the same) until a kernel begins, then it is, naming it.
+  rank[0].reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(failures[1].empty()) << failures[1].front();
+  }
+  rank[1]->beginWork();
+  EXPECT_TRUE(waitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !failures[1].empty();
+  }));
+  rank[1]->endWork();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(failures[1].empty());
+  EXPECT_EQ(failures[1].front().rfind("peer 0: ", 0), 0u) << failures[1].front();
 }
 
 }  // namespace
