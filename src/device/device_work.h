@@ -67,13 +67,15 @@ struct SendEnd {
 };
 
 struct RecvEnd {
-  char* simple = nullptr;    // local Simple slots
-  char* ll = nullptr;        // local LL slots
-  char* ll128 = nullptr;     // local LL128 slots
-  uint64_t* tail = nullptr;  // local: the sender publishes here
-  uint64_t* head = nullptr;  // sender's head (remote): this end reports consumption here
-  uint64_t* step = nullptr;  // local: slots this end has received
-  uint64_t netStride = 0;    // 0, or the inbox's slot stride (a network peer)
+  char* simple = nullptr;      // local Simple slots
+  char* ll = nullptr;          // local LL slots
+  char* ll128 = nullptr;       // local LL128 slots
+  uint64_t* tail = nullptr;    // local: the sender publishes here
+  uint64_t* head = nullptr;    // sender's head (remote): this end reports consumption here
+  uint64_t* step = nullptr;    // local: slots this end has received
+  uint64_t netStride = 0;      // 0, or the inbox's slot stride (a network peer)
+  uint64_t* wanted = nullptr;  // a network peer: this end writes the count it waits for (the proxy
+                               // tells a peer that left with nothing more to send from a hang)
 };
 
 /// Bytes from a network slot's size word to its data (transport/host_fifo.h: the slot header's

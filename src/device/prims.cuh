@@ -130,6 +130,7 @@ class DevicePrims {
     const int nr = useRecv ? nRecv_ : 0, ns = useSend ? nSend_ : 0;
     if (lane_.tid == 0 && !aborted_) {
       for (int i = 0; i < nr; ++i) {
+        if (recv_[i].netStride != 0) storeVolatile64(recv_[i].wanted, rstep_[i] + 1);
         if (P == Proto::kSimple || recv_[i].netStride != 0)
           aborted_ = aborted_ || !waitAtLeast(recv_[i].tail, rstep_[i] + 1, true, lane_.abortFlag);
       }

@@ -90,6 +90,7 @@ Status CudaEngine::State::connectNet(int c, int k, int peer, device::PeerConn* p
   r.tail = reinterpret_cast<uint64_t*>(dev[1] + l.tail);
   r.head = reinterpret_cast<uint64_t*>(dev[1] + l.head);
   r.netStride = l.stride;
+  r.wanted = reinterpret_cast<uint64_t*>(dev[1] + l.wanted);
   static_assert(device::kNetSizeBefore == sizeof(uint64_t) + sizeof(transport::CallTag), "the slot header's size word");
   if (l.sizeBefore != device::kNetSizeBefore)
     return internalError("network FIFO: size word not where kernels write it");

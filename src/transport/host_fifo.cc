@@ -52,6 +52,7 @@ HostFifo::DeviceLayout HostFifo::deviceLayout(size_t slotBytes) {
   l.firstData = headerBytes(kDeviceAlign) + dataOffsetFor(kDeviceAlign);
   l.stride = strideFor(slotBytes, kDeviceAlign);
   l.sizeBefore = sizeof(SlotHeader) - offsetof(SlotHeader, size);
+  l.wanted = offsetof(FifoBlock, wanted);
   return l;
 }
 
@@ -65,6 +66,7 @@ HostFifo::HostFifo(void* block, int slots, size_t slotBytes, size_t dataAlign)
       dataOffset_(dataOffsetFor(dataAlign)),
       stride_(strideFor(slotBytes, dataAlign)),
       crossProcess_(true),  // no waiter here to notify: the kernel polls
+      device_(true),
       block_(new (block) FifoBlock{}),
       slots_ptr_(static_cast<char*>(block) + headerBytes(dataAlign)) {}
 

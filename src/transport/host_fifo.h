@@ -68,6 +68,9 @@ struct FifoBlock {
   alignas(64) std::atomic<uint64_t> head;
   alignas(64) std::atomic<uint64_t> tail;
   alignas(64) std::atomic<int32_t> closedBy;  // 0: open; rank + 1 of the side that gave up
+  // A GPU kernel's inbox (forDevice): the count its consumer waits for, so that a proxy can tell a
+  // peer that went away with nothing more to send from one that leaves the kernel waiting.
+  alignas(64) std::atomic<uint64_t> wanted;
 };
 
 /// The call a slot belongs to, written by its sender beside the data. A receiver compares it with
@@ -127,6 +130,7 @@ class HostFifo {
     size_t firstData = 0;   // slot 0's data
     size_t stride = 0;      // from one slot's data to the next
     size_t sizeBefore = 0;  // a slot's size word lies this many bytes ahead of its data
+    size_t wanted = 0;      // the consumer's count waited for (FifoBlock::wanted)
   };
   static DeviceLayout deviceLayout(size_t slotBytes);
   static size_t deviceBlockBytes(int slots, size_t slotBytes);
@@ -153,6 +157,9 @@ class HostFifo {
   // incoming one (it calls publish), and learns of the other side's progress through the observer.
   uint64_t headCount() const { return block_->head.load(std::memory_order_acquire); }
   uint64_t tailCount() const { return block_->tail.load(std::memory_order_acquire); }
+  uint64_t wantedCount() const { return block_->wanted.load(std::memory_order_acquire); }
+  /// True for a FIFO made by forDevice (a GPU kernel is its other side).
+  bool sharedWithDevice() const { return device_; }
   char* slotAt(uint64_t counter) const { return slot(counter); }
   size_t sizeAt(uint64_t counter) const { return header(counter)->size; }
   const CallTag& tagAt(uint64_t counter) const { return header(counter)->tag; }
@@ -197,6 +204,7 @@ class HostFifo {
   const size_t dataOffset_;  // from the start of a slot to its data (its header ends there)
   const size_t stride_;      // bytes from one slot to the next
   const bool crossProcess_;
+  const bool device_ = false;
   const int peerRank_ = -1;
   const long peerPid_ = 0;
   std::atomic<bool> peerDied_{false};

@@ -43,7 +43,7 @@ void NetConnection::laneDone(int lane, uint64_t slots) {
   } else {
     for (uint64_t t = fifo_->tailCount(); t < all; ++t)
       fifo_->publish(sizes_[t % fifo_->slots()], tags_[t % fifo_->slots()]);
-    if (fifo_->tailCount() >= endBefore_) fail(endWhy_);
+    if (fifo_->tailCount() >= endBefore_) endNow();
   }
 }
 
@@ -53,7 +53,36 @@ void NetConnection::endBefore(uint64_t counter, const std::string& why) {
     endBefore_ = counter;
     endWhy_ = why;
   }
-  if (fifo_->tailCount() >= endBefore_) fail(endWhy_);
+  if (fifo_->tailCount() >= endBefore_) endNow();
+}
+
+void NetConnection::peerLeft(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (endBefore_ == UINT64_MAX) {
+    endBefore_ = fifo_->headCount();  // every slot before it was sent
+    endWhy_ = why;
+  }
+  endNow();
+}
+
+void NetConnection::endNow() {
+  if (!fifo_->sharedWithDevice()) {
+    fail(endWhy_);
+    return;
+  }
+  if (!ended_.load(std::memory_order_acquire)) {
+    endAt_ = endBefore_;
+    ended_.store(true, std::memory_order_release);
+  }
+  checkEnded();
+}
+
+bool NetConnection::checkEnded() {
+  if (!ended_.load(std::memory_order_acquire) || fifo_->closedBy() >= 0) return false;
+  uint64_t needed = outgoing_ ? fifo_->tailCount() : fifo_->wantedCount();
+  if (needed <= endAt_) return false;
+  fail(endWhy_);
+  return true;
 }
 
 void NetConnection::setSlotSize(uint64_t counter, uint64_t bytes, const CallTag& tag) {
@@ -285,7 +314,9 @@ void NetLane::checkIdle(short revents) {
   if (finished_ || !connection_->outgoing() || !posted_.empty() || revents == 0) return;
   if (network::socketNetPeerClosed(comm_)) {
     BRAID_INFO(log::Subsys::kNet, "network transport: connection to rank ", connection_->peer(), " ended");
-    finish(true, "its network connection to rank " + std::to_string(connection_->peer()) + " ended while idle");
+    finish(false);
+    connection_->peerLeft("its network connection to rank " + std::to_string(connection_->peer()) +
+                          " ended while idle");
   }
 }
 

@@ -75,8 +75,16 @@ class NetConnection {
   /// with an error naming it (and `why`: what the network said).
   void fail(const std::string& why = std::string());
   /// Incoming: a lane's peer went away before slot `counter`. The slots before it that other lanes
-  /// are still finishing are delivered first; then the connection fails.
+  /// are still finishing are delivered first; then the connection fails (see ended()).
   void endBefore(uint64_t counter, const std::string& why);
+  /// Outgoing: the peer went away while nothing was in flight; the connection fails (see ended()).
+  void peerLeft(const std::string& why);
+  /// A FIFO shared with a GPU kernel does not fail when its peer leaves, only once the kernel
+  /// needs what will never come: a slot at or after the end (incoming: the kernel waits for it,
+  /// FifoBlock::wanted) or a published slot that cannot be sent (outgoing). A peer that destroyed
+  /// its communicator after its last call leaves like one that died. This checks; true if it
+  /// failed the connection now.
+  bool checkEnded();
 
  private:
   const bool outgoing_;
@@ -88,6 +96,9 @@ class NetConnection {
   uint64_t sizes_[kMaxSteps] = {};
   CallTag tags_[kMaxSteps] = {};
   std::atomic<uint64_t> sizeKnown_[kMaxSteps] = {};  // counter + 1 of the slot whose size is in sizes_
+  void endNow();                                     // mu_ held
+  std::atomic<bool> ended_{false};                   // shared with a kernel: ended, not yet failed
+  uint64_t endAt_ = 0;                               // endBefore_ when ended_ was set (then fixed)
   uint64_t endBefore_ = UINT64_MAX;                  // guarded by mu_
   std::string endWhy_;                               // guarded by mu_
   std::mutex mu_;                                    // releases / publishes in order

@@ -65,7 +65,7 @@ struct NetTransport::Proxy {
   std::vector<std::unique_ptr<NetLane>> lanes;  // stepped under stepMu; changed by the proxy only
   std::thread thread;
 
-  void run(const std::atomic<bool>& stop, const std::atomic<int>& working);
+  void run(const std::atomic<bool>& stop, const std::atomic<int>& working, const std::function<void()>& watch);
   bool adopt() {
     std::lock_guard<std::mutex> lock(mu);
     if (added.empty()) return false;
@@ -83,7 +83,8 @@ struct NetTransport::Proxy {
 // Step every lane until nothing moves for a few passes, then sleep in poll() on the lanes' sockets
 // and the waker (FIFO changes, new lanes, stop). Not while a GPU kernel works (`working`): what
 // it writes wakes nobody.
-void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<int>& working) {
+void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<int>& working,
+                              const std::function<void()>& watch) {
   tStepping = true;
   std::vector<pollfd> fds;
   int idle = 0;
@@ -97,7 +98,8 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<i
       continue;
     }
     if (++idle < kIdleSpins || working.load(std::memory_order_acquire) > 0) {
-      step.unlock();  // a caller may step inline meanwhile
+      if (watch && idle % kIdleSpins == 0) watch();  // a kernel may wait on a peer that left
+      step.unlock();                                 // a caller may step inline meanwhile
       std::this_thread::yield();
       step.lock();
       continue;
@@ -181,7 +183,9 @@ Status NetTransport::start(std::vector<NetHandle> peers) {
     Proxy* p = proxy.get();
     p->thread = std::thread([this, p] {
       log::ScopedRank scoped(rank_);
-      p->run(stop_, working_);
+      std::function<void()> watch;
+      if (p == proxies_.front().get() && options_.attachedOnly) watch = [this] { checkEnded(); };
+      p->run(stop_, working_, watch);
     });
   }
   acceptor_ = std::thread([this] {
@@ -347,38 +351,24 @@ Status NetTransport::connectOutgoing(const Key& key, std::unique_ptr<HostFifo> f
 }
 
 void NetTransport::beginWork() {
-  working_.fetch_add(1, std::memory_order_seq_cst);
-  bool failed = false;
-  int peer = -1;
-  std::string why;
-  {
-    std::lock_guard<std::mutex> lock(failMu_);
-    std::swap(failed, idleFailure_);
-    peer = idlePeer_;
-    why = idleWhy_;
-  }
-  if (failed && options_.onFailure) options_.onFailure(peer, why);
+  working_.fetch_add(1, std::memory_order_acq_rel);
   for (auto& proxy : proxies_) proxy->waker.wake();
+}
+
+// Connections whose peer left fail once a kernel needs them (NetConnection::checkEnded).
+void NetTransport::checkEnded() {
+  std::vector<std::shared_ptr<NetConnection>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& kv : connections_) all.push_back(kv.second);
+  }
+  for (auto& c : all) c->checkEnded();
 }
 
 void NetTransport::endWork() { working_.fetch_sub(1, std::memory_order_acq_rel); }
 
 void NetTransport::failed(int peer, const std::string& why) {
-  if (!options_.onFailure) return;
-  {
-    std::lock_guard<std::mutex> lock(failMu_);
-    if (working_.load(std::memory_order_seq_cst) == 0) {
-      BRAID_INFO(log::Subsys::kNet, "network transport: the connection with rank ", peer,
-                 " ended while no kernel used it (told if one does): ", why);
-      if (!idleFailure_) {
-        idleFailure_ = true;
-        idlePeer_ = peer;
-        idleWhy_ = why;
-      }
-      return;
-    }
-  }
-  options_.onFailure(peer, why);
+  if (options_.onFailure) options_.onFailure(peer, why);
 }
 
 // Accepts lanes and waits for their hellos without ever blocking on one: a lane that says nothing,

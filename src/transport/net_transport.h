@@ -49,10 +49,9 @@ struct NetOptions {
   // Connections are attached (attach()), never made on first use: a lane that arrives before its
   // connection is attached waits for it.
   bool attachedOnly = false;
-  // Called when a connection fails: its FIFO's other side may be a kernel, which no closed FIFO
-  // stops. At once (on a proxy thread) while a kernel works (beginWork..endWork); a failure seen
-  // while none does (a peer that destroyed its communicator after its last call looks the same
-  // as one that died) is kept and told at the next beginWork, on the thread that calls it.
+  // Called (on a proxy thread) when a connection fails: its FIFO's other side may be a kernel,
+  // which no closed FIFO stops. A peer that leaves fails an attached connection only once a
+  // kernel needs what it will not send or receive (NetConnection::checkEnded).
   std::function<void(int peer, const std::string& why)> onFailure;
 
   /// BRAID_SOCKET_NTHREADS and BRAID_NSOCKS_PERTHREAD (clamped), with these FIFO sizes.
@@ -120,6 +119,7 @@ class NetTransport : public FifoObserver {
   Status connectOutgoing(const Key& key, std::unique_ptr<HostFifo> fifo, std::shared_ptr<NetConnection>* out);
   Status connectLane(int dst, const NetHello& hello, const net::Deadline& deadline, void** sendComm);
   void flush();
+  void checkEnded();
 
   const uint64_t commKey_;
   const int rank_;
@@ -138,10 +138,6 @@ class NetTransport : public FifoObserver {
   std::map<Key, std::shared_ptr<NetConnection>> connections_;
   std::multimap<Key, std::pair<NetHello, void*>> parked_;  // lanes waiting for attach() (guarded by mu_)
   std::atomic<int> working_{0};                            // kernels between beginWork and endWork
-  std::mutex failMu_;
-  bool idleFailure_ = false;  // a failure seen while no kernel worked (guarded by failMu_)
-  int idlePeer_ = -1;
-  std::string idleWhy_;
 };
 
 }  // namespace braid::transport
