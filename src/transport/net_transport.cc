@@ -98,8 +98,17 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<i
       continue;
     }
     if (++idle < kIdleSpins || working.load(std::memory_order_acquire) > 0) {
-      if (watch && idle % kIdleSpins == 0) watch();  // a kernel may wait on a peer that left
-      step.unlock();                                 // a caller may step inline meanwhile
+      if (idle % kIdleSpins == 0) {
+        // Polling for a kernel, which wakes nobody: look at the sockets now and then too, for
+        // peers that left (checkIdle), and at the connections a kernel may wait on (watch).
+        fds.clear();
+        for (const auto& lane : lanes) fds.push_back(lane->pollEntry());
+        if (!fds.empty() && poll(fds.data(), fds.size(), 0) > 0) {
+          for (size_t i = 0; i < fds.size(); ++i) lanes[i]->checkIdle(fds[i].revents);
+        }
+        if (watch) watch();
+      }
+      step.unlock();  // a caller may step inline meanwhile
       std::this_thread::yield();
       step.lock();
       continue;

@@ -238,6 +238,7 @@ struct KernelFifo {
   }
   std::atomic<uint64_t>& head() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.head); }
   std::atomic<uint64_t>& tail() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.tail); }
+  std::atomic<uint64_t>& wanted() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.wanted); }
   char* data(uint64_t step, int slots) { return block + layout.firstData + (step % slots) * layout.stride; }
 };
 
@@ -250,87 +251,123 @@ bool waitFor(const std::function<bool()>& ready) {
   return true;
 }
 
-TEST(NetTransportAttached, FifosOfAKernelMoveEverySlotWholeAndAPeerThatLeftFailsOnlyWhenNeeded) {
-  const int slots = 4;
-  const size_t slotBytes = 8192;
+// Ranks 0 and 1, connection (channel 3, id 1) from 0 to 1 over FIFOs a kernel shares.
+class NetTransportAttached : public testing::Test {
+ protected:
+  static constexpr int kSlots = 4;
+  static constexpr size_t kSlotBytes = 8192;
   std::atomic<bool> abort{false};
   std::mutex mu;
   std::vector<std::string> failures[2];
   std::unique_ptr<NetTransport> rank[2];
-  std::vector<NetHandle> handles(2);
-  for (int r = 0; r < 2; ++r) {
-    NetOptions o;
-    o.nSocksPerThread = 2;
-    o.slots = slots;
-    o.slotBytes = slotBytes;
-    o.timeoutMs = 5000;
-    o.attachedOnly = true;
-    o.onFailure = [&, r](int peer, const std::string& why) {
-      std::lock_guard<std::mutex> lock(mu);
-      failures[r].push_back("peer " + std::to_string(peer) + ": " + why);
-    };
-    rank[r] = std::make_unique<NetTransport>(kKey, r, 2, o, &abort);
-    ASSERT_TRUE(rank[r]->listen(loopbackAddress(), &handles[r]).isOk());
-  }
-  for (int r = 0; r < 2; ++r) ASSERT_TRUE(rank[r]->start(handles).isOk());
-  KernelFifo out(slots, slotBytes), in(slots, slotBytes);
-  ASSERT_EQ(out.layout.firstData % HostFifo::kDeviceAlign, 0u);
-  ASSERT_EQ(out.layout.stride % HostFifo::kDeviceAlign, 0u);
-  ASSERT_TRUE(rank[0]->attach(3, 1, 0, 1, HostFifo::forDevice(out.block, slots, slotBytes)).isOk());
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its lanes reach rank 1 first
-  ASSERT_TRUE(rank[1]->attach(3, 1, 0, 1, HostFifo::forDevice(in.block, slots, slotBytes)).isOk());
-  for (auto& t : rank) t->beginWork();
+  KernelFifo out{kSlots, kSlotBytes}, in{kSlots, kSlotBytes};
 
-  std::mt19937 rng(7);
-  std::vector<size_t> sizes = {0, 1, slotBytes, 128, 65, slotBytes - 1};
-  for (int i = 0; i < 60; ++i) sizes.push_back(rng() % (slotBytes + 1));
-  auto byte = [](size_t step, size_t i) { return static_cast<char>((step * 29 + i * 13) & 0xff); };
-  std::thread producer([&] {
-    for (uint64_t k = 0; k < sizes.size(); ++k) {
-      ASSERT_TRUE(waitFor([&] { return k < slots || out.head().load(std::memory_order_acquire) >= k + 1 - slots; }))
-          << "slot " << k << " never freed";
-      char* d = out.data(k, slots);
-      for (size_t i = 0; i < sizes[k]; ++i) d[i] = byte(k, i);
-      std::memcpy(d - out.layout.sizeBefore, &sizes[k], sizeof(uint64_t));
-      out.tail().store(k + 1, std::memory_order_release);
+  void SetUp() override {
+    std::vector<NetHandle> handles(2);
+    for (int r = 0; r < 2; ++r) {
+      NetOptions o;
+      o.nSocksPerThread = 2;
+      o.slots = kSlots;
+      o.slotBytes = kSlotBytes;
+      o.timeoutMs = 5000;
+      o.attachedOnly = true;
+      o.onFailure = [this, r](int peer, const std::string& why) {
+        std::lock_guard<std::mutex> lock(mu);
+        failures[r].push_back("peer " + std::to_string(peer) + ": " + why);
+      };
+      rank[r] = std::make_unique<NetTransport>(kKey, r, 2, o, &abort);
+      ASSERT_TRUE(rank[r]->listen(loopbackAddress(), &handles[r]).isOk());
     }
-  });
-  std::atomic<uint64_t>& wanted = *reinterpret_cast<std::atomic<uint64_t>*>(in.block + in.layout.wanted);
-  for (uint64_t k = 0; k < sizes.size(); ++k) {
-    wanted.store(k + 1, std::memory_order_release);  // as a kernel does before it waits
-    ASSERT_TRUE(waitFor([&] { return in.tail().load(std::memory_order_acquire) >= k + 1; })) << "slot " << k;
-    const char* d = in.data(k, slots);
-    uint64_t bytes = 0;
-    std::memcpy(&bytes, d - in.layout.sizeBefore, sizeof(bytes));
-    ASSERT_EQ(bytes, sizes[k]) << "slot " << k;
-    for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(d[i], byte(k, i)) << "slot " << k << " byte " << i;
-    in.head().store(k + 1, std::memory_order_release);
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE(rank[r]->start(handles).isOk());
+    ASSERT_EQ(out.layout.firstData % HostFifo::kDeviceAlign, 0u);
+    ASSERT_EQ(out.layout.stride % HostFifo::kDeviceAlign, 0u);
+    ASSERT_TRUE(rank[0]->attach(3, 1, 0, 1, HostFifo::forDevice(out.block, kSlots, kSlotBytes)).isOk());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its lanes reach rank 1 first
+    ASSERT_TRUE(rank[1]->attach(3, 1, 0, 1, HostFifo::forDevice(in.block, kSlots, kSlotBytes)).isOk());
   }
+  size_t failuresOf(int r) {
+    std::lock_guard<std::mutex> lock(mu);
+    return failures[r].size();
+  }
+  std::string firstFailure(int r) {
+    std::lock_guard<std::mutex> lock(mu);
+    return failures[r].empty() ? "" : failures[r].front();
+  }
+  static char byte(size_t step, size_t i) { return static_cast<char>((step * 29 + i * 13) & 0xff); }
+  // The sending kernel: slot k of `bytes`, once free.
+  bool produce(uint64_t k, size_t bytes) {
+    if (!waitFor([&] { return k < kSlots || out.head().load(std::memory_order_acquire) >= k + 1 - kSlots; }))
+      return false;
+    char* d = out.data(k, kSlots);
+    for (size_t i = 0; i < bytes; ++i) d[i] = byte(k, i);
+    std::memcpy(d - out.layout.sizeBefore, &bytes, sizeof(uint64_t));
+    out.tail().store(k + 1, std::memory_order_release);
+    return true;
+  }
+  // The receiving kernel: "" once slot k arrived whole and is consumed.
+  std::string consume(uint64_t k, size_t bytes) {
+    in.wanted().store(k + 1, std::memory_order_release);  // as a kernel does before it waits
+    if (!waitFor([&] { return in.tail().load(std::memory_order_acquire) >= k + 1; }))
+      return "slot " + std::to_string(k) + " never came";
+    const char* d = in.data(k, kSlots);
+    uint64_t got = 0;
+    std::memcpy(&got, d - in.layout.sizeBefore, sizeof(got));
+    if (got != bytes) return "slot " + std::to_string(k) + " of " + std::to_string(got) + " bytes";
+    for (size_t i = 0; i < bytes; ++i) {
+      if (d[i] != byte(k, i)) return "slot " + std::to_string(k) + " byte " + std::to_string(i);
+    }
+    in.head().store(k + 1, std::memory_order_release);
+    return "";
+  }
+};
+
+TEST_F(NetTransportAttached, FifosOfAKernelMoveEverySlotWhole) {
+  for (auto& t : rank) t->beginWork();
+  std::mt19937 rng(7);
+  std::vector<size_t> sizes = {0, 1, kSlotBytes, 128, 65, kSlotBytes - 1};
+  for (int i = 0; i < 60; ++i) sizes.push_back(rng() % (kSlotBytes + 1));
+  std::thread producer([&] {
+    for (uint64_t k = 0; k < sizes.size(); ++k) ASSERT_TRUE(produce(k, sizes[k])) << "slot " << k << " never freed";
+  });
+  for (uint64_t k = 0; k < sizes.size(); ++k) ASSERT_EQ(consume(k, sizes[k]), "");
   producer.join();
   for (auto& t : rank) t->endWork();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    EXPECT_TRUE(failures[0].empty() && failures[1].empty());
+  EXPECT_EQ(failuresOf(0) + failuresOf(1), 0u) << firstFailure(0) << firstFailure(1);
+}
+
+// The sender leaves after its last slot: nothing is told while the receiving kernel wants no
+// more (a peer that destroyed its communicator after its last call looks the same), even while a
+// kernel works; once it waits for one more slot, it is, naming the peer.
+TEST_F(NetTransportAttached, ASenderThatLeftFailsTheReceiverOnlyWhenItWaitsForMore) {
+  for (auto& t : rank) t->beginWork();
+  for (uint64_t k = 0; k < 3; ++k) {
+    ASSERT_TRUE(produce(k, 100 * k));
+    ASSERT_EQ(consume(k, 100 * k), "");
   }
-  // The sender goes away: nothing is told while the kernel wants no more than it sent (a peer that
-  // destroyed its communicator after its last call looks the same), even while a kernel works;
-  // once the kernel waits for one more slot, it is, naming the peer.
   rank[0].reset();
-  rank[1]->beginWork();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    EXPECT_TRUE(failures[1].empty()) << failures[1].front();
-  }
-  wanted.store(sizes.size() + 1, std::memory_order_release);
-  EXPECT_TRUE(waitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return !failures[1].empty();
-  }));
+  EXPECT_EQ(failuresOf(1), 0u) << firstFailure(1);
+  in.wanted().store(4, std::memory_order_release);
+  EXPECT_TRUE(waitFor([&] { return failuresOf(1) > 0; }));
+  EXPECT_EQ(firstFailure(1).rfind("peer 0: ", 0), 0u) << firstFailure(1);
   rank[1]->endWork();
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_FALSE(failures[1].empty());
-  EXPECT_EQ(failures[1].front().rfind("peer 0: ", 0), 0u) << failures[1].front();
+}
+
+// The receiver leaves: the sender is told once its kernel publishes a slot that cannot be sent.
+TEST_F(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore) {
+  for (auto& t : rank) t->beginWork();
+  for (uint64_t k = 0; k < 3; ++k) {
+    ASSERT_TRUE(produce(k, 100 * k));
+    ASSERT_EQ(consume(k, 100 * k), "");
+  }
+  ASSERT_TRUE(waitFor([&] { return out.head().load(std::memory_order_acquire) == 3; }));
+  rank[1].reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(failuresOf(0), 0u) << firstFailure(0);
+  ASSERT_TRUE(produce(3, 4096));
+  EXPECT_TRUE(waitFor([&] { return failuresOf(0) > 0; }));
+  EXPECT_EQ(firstFailure(0).rfind("peer 1: ", 0), 0u) << firstFailure(0);
+  rank[0]->endWork();
 }
 
 }  // namespace
