@@ -259,8 +259,8 @@ class NetTransportAttached : public testing::Test {
   std::atomic<bool> abort{false};
   std::mutex mu;
   std::vector<std::string> failures[2];
+  KernelFifo out{kSlots, kSlotBytes}, in{kSlots, kSlotBytes};  // outlive the transports over them
   std::unique_ptr<NetTransport> rank[2];
-  KernelFifo out{kSlots, kSlotBytes}, in{kSlots, kSlotBytes};
 
   void SetUp() override {
     std::vector<NetHandle> handles(2);
