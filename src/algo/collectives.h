@@ -3,6 +3,7 @@
 #pragma once
 
 #include "algo/doubling.h"
+#include "algo/hier.h"
 #include "algo/ring.h"
 #include "algo/tree.h"
 
@@ -14,7 +15,8 @@ enum class Coll : int { kAllReduce = 0, kBroadcast, kReduce, kAllGather, kReduce
 // what it receives, one hop in all. It is not written over Prims, so only
 // the CUDA engine runs it; the tuner offers it on GPU communicators whose ranks all reach each
 // other's memory, up to a size the engine reserves.
-enum class Algo : int { kRing = 0, kTree, kDoubleTree, kDoubling, kOneShot, kNumAlgos };
+// kHier is the hierarchical all-reduce (hier.h): inside each host, across hosts on rails, inside.
+enum class Algo : int { kRing = 0, kTree, kDoubleTree, kDoubling, kOneShot, kHier, kNumAlgos };
 
 /// Whether `algo` implements `coll` (broadcast and reduce run as ring chains; trees and recursive
 /// doubling are all-reduce only; the one-shot runs every collective).
@@ -27,6 +29,7 @@ BRAID_HOST_DEVICE inline int numLanes(Algo algo) { return algo == Algo::kTree ? 
 template <class Backend>
 BRAID_HOST_DEVICE void runLane(Backend& b, Coll coll, Algo algo, const WorkArgs& w, int lane) {
   switch (algo) {
+    case Algo::kHier: hierAllReduce(b, w); return;
     case Algo::kTree: treeAllReduce(b, w, lane); return;
     case Algo::kDoubleTree: doubleTreeAllReduce(b, w, lane); return;
     case Algo::kDoubling: doublingAllReduce(b, w); return;

@@ -1,8 +1,14 @@
 #include "algo/geometry.h"
 
+#include <algorithm>
+
 namespace braid::algo {
 
 Geometry makeGeometry(const std::vector<int>& ringOrder) {
+  return makeGeometry(ringOrder, std::vector<int>(ringOrder.size(), 0));
+}
+
+Geometry makeGeometry(const std::vector<int>& ringOrder, const std::vector<int>& hostOf) {
   Geometry g;
   int n = static_cast<int>(ringOrder.size());
   g.ringOrder = ringOrder;
@@ -10,6 +16,31 @@ Geometry makeGeometry(const std::vector<int>& ringOrder) {
   for (int p = 0; p < n; ++p) g.posOf[ringOrder[p]] = p;
   g.trees[0] = buildDoubleTree(n, 0);
   g.trees[1] = buildDoubleTree(n, 1);
+  // Hosts in the order the ring reaches them, each host's ranks in ring order.
+  std::vector<int> labels;
+  std::vector<std::vector<int>> members;
+  for (int rank : ringOrder) {
+    int label = hostOf[rank];
+    size_t h = 0;
+    while (h < labels.size() && labels[h] != label) ++h;
+    if (h == labels.size()) {
+      labels.push_back(label);
+      members.emplace_back();
+    }
+    members[h].push_back(rank);
+  }
+  g.hostOf.assign(n, 0);
+  g.localOf.assign(n, 0);
+  g.hostStart.push_back(0);
+  for (size_t h = 0; h < members.size(); ++h) {
+    for (size_t i = 0; i < members[h].size(); ++i) {
+      g.hostOf[members[h][i]] = static_cast<int>(h);
+      g.localOf[members[h][i]] = static_cast<int>(i);
+      g.hostRanks.push_back(members[h][i]);
+    }
+    g.hostStart.push_back(static_cast<int>(g.hostRanks.size()));
+    g.mostOnAHost = std::max(g.mostOnAHost, static_cast<int>(members[h].size()));
+  }
   return g;
 }
 
@@ -34,6 +65,12 @@ WorkArgs workFor(const Geometry& g, int rank, int channel, const CallShape& call
   w.ring.pos = g.posOf[rank];
   w.trees[0] = treeViewFor(g.trees[0], g.ringOrder, rank);
   w.trees[1] = treeViewFor(g.trees[1], g.ringOrder, rank);
+  w.hosts.ranks = g.hostRanks.data();
+  w.hosts.start = g.hostStart.data();
+  w.hosts.n = static_cast<int>(g.hostStart.size()) - 1;
+  w.hosts.host = g.hostOf[rank];
+  w.hosts.local = g.localOf[rank];
+  w.hosts.most = g.mostOnAHost;
   return w;
 }
 
@@ -59,6 +96,7 @@ const char* algoName(Algo algo) {
     case Algo::kDoubleTree: return "dbtree";
     case Algo::kDoubling: return "doubling";
     case Algo::kOneShot: return "oneshot";
+    case Algo::kHier: return "hier";
     default: return "?";
   }
 }

@@ -14,10 +14,19 @@ struct Geometry {
   std::vector<int> ringOrder;  // ranks in ring order
   std::vector<int> posOf;      // rank -> ring position
   PositionTree trees[2];       // trees[0]: the binary tree; trees[0..1]: the double binary tree
+  // Levels (HostsView): every host's ranks in ring order, host after host; where each rank is.
+  std::vector<int> hostRanks;
+  std::vector<int> hostStart;  // hosts + 1 entries
+  std::vector<int> hostOf;     // rank -> host index
+  std::vector<int> localOf;    // rank -> index on its host
+  int mostOnAHost = 1;
 };
 
-/// A geometry for `ringOrder` (a permutation of 0..n-1).
+/// A geometry for `ringOrder` (a permutation of 0..n-1), all ranks on one host.
 Geometry makeGeometry(const std::vector<int>& ringOrder);
+/// The same with the ranks' hosts: `hostOf[rank]` is any label of the rank's host (hosts are
+/// numbered in the order the ring reaches them; uneven hosts are fine).
+Geometry makeGeometry(const std::vector<int>& ringOrder, const std::vector<int>& hostOf);
 
 /// The ring 0, 1, ..., n-1.
 Geometry defaultGeometry(int n);

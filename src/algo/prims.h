@@ -17,9 +17,15 @@
 //   copy(in, out, n, post)              input                           output           (no peers)
 //   sendOutput(out, n)                  output                          send peers
 //   recvReduceOutput(out, n, post)      recv peers + output             output (accumulates)
+//   recvReduceSendOutput(out, n)        recv peers + output             send peers
+//   recvReduceOutputSend(out, n, post)  recv peers + output             output (accumulates), send peers
+//   recvReplaceSend(out, n)             recv peer (exactly one)         output (replaces), send peers
+//   recvReplace(out, n)                 recv peer (exactly one)         output (replaces)
 //
-// The last two let an algorithm keep a running partial result in the output (recursive doubling):
-// recvReduceOutput overwrites output it wrote before, the only operation allowed to.
+// The last six let an algorithm keep a partial result in the output and work on it (recursive
+// doubling; the hierarchical all-reduce's step across hosts): the accumulating and replacing
+// operations overwrite output written before, the only ones allowed to. (On real data a replace
+// moves what recvCopySend or recv does; only the proofs tell them apart.)
 //
 // `post` applies the op's post-operation (avg: divide by nranks) to the value written to output:
 // exactly once, where a value becomes final. An operation with n == 0 still takes its slot, so
@@ -29,7 +35,7 @@
 //   SymbolicPrims (algo/sim)   records the operations; the simulator proves the result
 //   TracePrims    (algo/sim)   records the operations; the simulator counts steps and bytes
 //   HostPrims     (exec/host)  moves real data through host FIFOs
-//   DevicePrims   (device/)    one CTA per channel on the GPU (a later issue)
+//   DevicePrims   (device/)    one lane of one channel's CTA on the GPU
 //
 // A Backend provides:
 //   Prims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId);

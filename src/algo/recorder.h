@@ -19,7 +19,11 @@ enum class OpKind : int {
   kRecvReduceCopySend,
   kCopy,
   kSendOutput,
-  kRecvReduceOutput
+  kRecvReduceOutput,
+  kRecvReduceSendOutput,
+  kRecvReduceOutputSend,
+  kRecvReplaceSend,
+  kRecvReplace
 };
 
 const char* opKindName(OpKind kind);
@@ -42,19 +46,30 @@ struct Op {
   bool reduces() const {
     return kind == OpKind::kRecvReduceSend || kind == OpKind::kRecvReduceCopy || kind == OpKind::kRecvReduceCopySend;
   }
-  bool readsOutput() const { return kind == OpKind::kSendOutput || kind == OpKind::kRecvReduceOutput; }
-  bool accumulates() const { return kind == OpKind::kRecvReduceOutput; }
+  bool readsOutput() const { return kind == OpKind::kSendOutput || combinesOutput(); }
+  // Reduces what it receives with the output.
+  bool combinesOutput() const {
+    return kind == OpKind::kRecvReduceOutput || kind == OpKind::kRecvReduceSendOutput ||
+           kind == OpKind::kRecvReduceOutputSend;
+  }
+  // Writes output over what was there (the others may write an element once).
+  bool replacesOutput() const {
+    return kind == OpKind::kRecvReduceOutput || kind == OpKind::kRecvReduceOutputSend ||
+           kind == OpKind::kRecvReplaceSend || kind == OpKind::kRecvReplace;
+  }
   bool writesOutput() const {
     return kind == OpKind::kCopySend || kind == OpKind::kRecv || kind == OpKind::kRecvCopySend ||
            kind == OpKind::kRecvReduceCopy || kind == OpKind::kRecvReduceCopySend || kind == OpKind::kCopy ||
-           kind == OpKind::kRecvReduceOutput;
+           replacesOutput();
   }
   bool receives() const {
     return kind != OpKind::kSend && kind != OpKind::kCopySend && kind != OpKind::kCopy && kind != OpKind::kSendOutput;
   }
   bool sends() const {
     return kind == OpKind::kSend || kind == OpKind::kCopySend || kind == OpKind::kRecvCopySend ||
-           kind == OpKind::kRecvReduceSend || kind == OpKind::kRecvReduceCopySend || kind == OpKind::kSendOutput;
+           kind == OpKind::kRecvReduceSend || kind == OpKind::kRecvReduceCopySend || kind == OpKind::kSendOutput ||
+           kind == OpKind::kRecvReduceSendOutput || kind == OpKind::kRecvReduceOutputSend ||
+           kind == OpKind::kRecvReplaceSend;
   }
 };
 
@@ -79,6 +94,10 @@ class Recorder {
     void copy(size_t in, size_t out, size_t n, bool post) { push(OpKind::kCopy, in, out, n, post); }
     void sendOutput(size_t out, size_t n) { push(OpKind::kSendOutput, 0, out, n, false); }
     void recvReduceOutput(size_t out, size_t n, bool post) { push(OpKind::kRecvReduceOutput, 0, out, n, post); }
+    void recvReduceSendOutput(size_t out, size_t n) { push(OpKind::kRecvReduceSendOutput, 0, out, n, false); }
+    void recvReduceOutputSend(size_t out, size_t n, bool post) { push(OpKind::kRecvReduceOutputSend, 0, out, n, post); }
+    void recvReplaceSend(size_t out, size_t n) { push(OpKind::kRecvReplaceSend, 0, out, n, false); }
+    void recvReplace(size_t out, size_t n) { push(OpKind::kRecvReplace, 0, out, n, false); }
 
    private:
     void push(OpKind kind, size_t in, size_t out, size_t n, bool post) {

@@ -14,6 +14,10 @@ const char* opKindName(OpKind kind) {
     case OpKind::kRecvReduceCopy: return "recvReduceCopy";
     case OpKind::kRecvReduceCopySend: return "recvReduceCopySend";
     case OpKind::kCopy: return "copy";
+    case OpKind::kRecvReduceSendOutput: return "recvReduceSendOutput";
+    case OpKind::kRecvReduceOutputSend: return "recvReduceOutputSend";
+    case OpKind::kRecvReplaceSend: return "recvReplaceSend";
+    case OpKind::kRecvReplace: return "recvReplace";
   }
   return "?";
 }

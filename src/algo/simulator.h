@@ -152,7 +152,7 @@ class Simulator {
     }
     Buffer& data = scratch_;  // reused: the simulation allocates only while buffers grow
     if (op.receives()) {
-      if (op.nRecv < 1 || (!op.reduces() && !op.accumulates() && op.nRecv != 1)) {
+      if (op.nRecv < 1 || (!op.reduces() && !op.combinesOutput() && op.nRecv != 1)) {
         return fail(p, step, "needs exactly one recv peer");
       }
       for (int i = 0; i < op.nRecv; ++i) {
@@ -173,7 +173,7 @@ class Simulator {
       if (op.reduces()) {
         for (size_t e = 0; e < op.n; ++e) data[e] = Value::reduce(data[e], in[op.in + e]);
       }
-      if (op.accumulates()) {
+      if (op.combinesOutput()) {
         for (size_t e = 0; e < op.n; ++e) data[e] = Value::reduce(data[e], out[op.out + e]);
       }
     } else if (op.readsInput()) {
@@ -186,8 +186,8 @@ class Simulator {
     if (op.post) {
       for (Value& v : data) v = Value::post(v);
     }
-    if (op.accumulates()) {
-      for (size_t e = 0; e < op.n; ++e) out[op.out + e] = data[e];  // replaces the partial result it reduced
+    if (op.replacesOutput()) {
+      for (size_t e = 0; e < op.n; ++e) out[op.out + e] = data[e];  // replaces the partial result there
     } else if (op.writesOutput()) {
       for (size_t e = 0; e < op.n; ++e) out[op.out + e] = Value::store(out[op.out + e], data[e]);
     }

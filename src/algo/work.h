@@ -29,6 +29,21 @@ struct TreeView {
   int nChildren = 0;
 };
 
+/// The hosts of a communicator as the hierarchical algorithms see them: each host's ranks in ring
+/// order, host after host (hosts in the order the ring first reaches them). Host h's i-th rank is
+/// at(h, i); the "rail" of local index i is the i-th rank of every host, where a host with fewer
+/// ranks than i + 1 takes part with its rank (i mod its size).
+struct HostsView {
+  const int* ranks = nullptr;  // every host's ranks, host after host
+  const int* start = nullptr;  // host h's are ranks[start[h] .. start[h + 1])
+  int n = 1;                   // hosts
+  int host = 0;                // this rank's host
+  int local = 0;               // this rank's index on it
+  int most = 1;                // the most ranks any host has
+  BRAID_HOST_DEVICE int size(int h) const { return start[h + 1] - start[h]; }
+  BRAID_HOST_DEVICE int at(int h, int i) const { return ranks[start[h] + i % size(h)]; }
+};
+
 struct WorkArgs {
   int rank = 0;
   int nranks = 1;
@@ -40,6 +55,7 @@ struct WorkArgs {
   bool postOp = false;    // avg: divide by nranks where the final value is written
   RingView ring;
   TreeView trees[2];  // tree all-reduce uses trees[0]; the double binary tree both
+  HostsView hosts;    // the hierarchical algorithms
 };
 
 /// Parts of a buffer that channels and ring blocks cut start at multiples of this many elements
@@ -73,6 +89,15 @@ BRAID_HOST_DEVICE inline Range half(Range r, int which) {
 }
 
 /// Connection ids: algorithms that run several patterns on one channel keep their FIFOs apart.
-enum ConnId : int { kConnRing = 0, kConnTree0 = 1, kConnTree1 = 2, kConnP2p = 3, kConnDoubling = 4, kNumConnIds = 5 };
+enum ConnId : int {
+  kConnRing = 0,
+  kConnTree0 = 1,
+  kConnTree1 = 2,
+  kConnP2p = 3,
+  kConnDoubling = 4,
+  kConnLocal = 5,  // hierarchical: the ring inside a host
+  kConnRail = 6,   // hierarchical: the ring across hosts
+  kNumConnIds = 7
+};
 
 }  // namespace braid::algo

@@ -184,6 +184,17 @@ Status HostEngine::setPeers(std::vector<Peer> peers) {
   for (const Peer& p : peers_) {
     if (std::find(hosts.begin(), hosts.end(), p.host) == hosts.end()) hosts.push_back(p.host);
   }
+  // The ring visits each host's ranks together (in rank order), so that it crosses between hosts
+  // once per host; the hierarchical algorithms see the hosts (algo/hier.h).
+  std::vector<int> hostOf(nranks_), order;
+  for (int r = 0; r < nranks_; ++r)
+    hostOf[r] = static_cast<int>(std::find(hosts.begin(), hosts.end(), peers_[r].host) - hosts.begin());
+  for (int hi = 0; hi < static_cast<int>(hosts.size()); ++hi) {
+    for (int r = 0; r < nranks_; ++r) {
+      if (hostOf[r] == hi) order.push_back(r);
+    }
+  }
+  geometry_ = algo::makeGeometry(order, hostOf);
   tune::Machine machine = tune::hostMachine(nranks_, static_cast<int>(hosts.size()), shmDisabled && local > 1);
   // A channel is a thread per rank: no more than the CPUs of a host give each of its ranks, on the
   // tightest host (from every rank's counts, so that all ranks decide alike).

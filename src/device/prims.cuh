@@ -98,6 +98,12 @@ class DevicePrims {
   __device__ void recvReduceOutput(size_t out, size_t n, bool post) {
     step(output(out), true, output(out), false, n, post);
   }
+  __device__ void recvReduceSendOutput(size_t out, size_t n) { step(output(out), true, nullptr, true, n, false); }
+  __device__ void recvReduceOutputSend(size_t out, size_t n, bool post) {
+    step(output(out), true, output(out), true, n, post);
+  }
+  __device__ void recvReplaceSend(size_t out, size_t n) { recvCopySend(out, n); }
+  __device__ void recvReplace(size_t out, size_t n) { recv(out, n); }
 
  private:
   __device__ const char* input(size_t off) const { return static_cast<const char*>(call_.input) + off * elemSize(); }

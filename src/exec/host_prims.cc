@@ -134,14 +134,16 @@ void HostPrims::recvCopySend(size_t outOff, size_t n) {
   publishSend(sslots, bytes);
 }
 
-void HostPrims::recvReduceSend(size_t inOff, size_t n) {
+void HostPrims::recvReduceSendFrom(const char* src, size_t n) {
   const char* rslots[algo::kMaxPeers];
   char* sslots[algo::kMaxPeers];
   if (stopped() || !takeRecv(n * call_.elemSize, rslots) || !takeSend(sslots)) return;
-  reduceInto(sslots[0], rslots, in(inOff), n, false);
+  reduceInto(sslots[0], rslots, src, n, false);
   releaseRecv();
   publishSend(sslots, n * call_.elemSize);
 }
+
+void HostPrims::recvReduceSend(size_t inOff, size_t n) { recvReduceSendFrom(in(inOff), n); }
 
 void HostPrims::recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool post) {
   const char* rslots[algo::kMaxPeers];
@@ -150,15 +152,19 @@ void HostPrims::recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool post)
   releaseRecv();
 }
 
-void HostPrims::recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool post) {
+void HostPrims::recvReduceCopySendFrom(const char* src, size_t outOff, size_t n, bool post) {
   const char* rslots[algo::kMaxPeers];
   char* sslots[algo::kMaxPeers];
   size_t bytes = n * call_.elemSize;
   if (stopped() || !takeRecv(bytes, rslots) || !takeSend(sslots)) return;
-  reduceInto(out(outOff), rslots, in(inOff), n, post);
+  reduceInto(out(outOff), rslots, src, n, post);
   releaseRecv();
   std::memcpy(sslots[0], out(outOff), bytes);
   publishSend(sslots, bytes);
+}
+
+void HostPrims::recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool post) {
+  recvReduceCopySendFrom(in(inOff), outOff, n, post);
 }
 
 void HostPrims::copy(size_t inOff, size_t outOff, size_t n, bool post) {
@@ -177,6 +183,12 @@ void HostPrims::recvReduceOutput(size_t outOff, size_t n, bool post) {
   if (stopped() || !takeRecv(n * call_.elemSize, rslots)) return;
   reduceInto(out(outOff), rslots, out(outOff), n, post);
   releaseRecv();
+}
+
+void HostPrims::recvReduceSendOutput(size_t outOff, size_t n) { recvReduceSendFrom(out(outOff), n); }
+
+void HostPrims::recvReduceOutputSend(size_t outOff, size_t n, bool post) {
+  recvReduceCopySendFrom(out(outOff), outOff, n, post);
 }
 
 HostPrims HostBackend::open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId) {

@@ -75,6 +75,10 @@ class HostPrims {
   void copy(size_t in, size_t out, size_t n, bool post);
   void sendOutput(size_t out, size_t n);
   void recvReduceOutput(size_t out, size_t n, bool post);
+  void recvReduceSendOutput(size_t out, size_t n);
+  void recvReduceOutputSend(size_t out, size_t n, bool post);
+  void recvReplaceSend(size_t out, size_t n) { recvCopySend(out, n); }
+  void recvReplace(size_t out, size_t n) { recv(out, n); }
 
  private:
   const char* in(size_t off) const { return call_.input + off * call_.elemSize; }
@@ -87,6 +91,8 @@ class HostPrims {
   void publishSend(char** slots, size_t bytes);
   // Waits for the send slots and sends `n` elements from `src`.
   void sendFrom(const char* src, size_t n);
+  void recvReduceSendFrom(const char* src, size_t n);
+  void recvReduceCopySendFrom(const char* src, size_t outOff, size_t n, bool post);
   // dst = recv slots reduced with `src` (the input, or the output for an accumulation); then the
   // post-op if asked.
   void reduceInto(char* dst, const char** slots, const char* src, size_t n, bool post);

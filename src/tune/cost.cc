@@ -122,9 +122,12 @@ double reduceFactor(algo::Coll coll, algo::Algo a, int n) {
   return coll == algo::Coll::kReduce ? 1 : static_cast<double>(n - 1) / n;
 }
 
+int hierSteps(int hosts, int perHost) { return 2 * (perHost - 1) + 2 * (hosts - 1); }
+
 bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
+  // The hierarchical all-reduce runs on host memory (no GPU kernel of it yet), across hosts.
   return algo::supports(coll, a) && (a != algo::Algo::kDoubling || m.doubling) &&
-         (a != algo::Algo::kOneShot || m.oneShotBytes > 0);
+         (a != algo::Algo::kOneShot || m.oneShotBytes > 0) && (a != algo::Algo::kHier || (!m.gpu && m.hosts > 1));
 }
 
 bool sizeApplies(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes) {
@@ -188,11 +191,20 @@ Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto,
     interSteps = std::min(
         p.steps, logarithmic ? 2 * algo::floorLog2(m.hosts) + 1 : (coll == algo::Coll::kAllReduce ? 2 : 1) * m.hosts);
   }
+  // Hierarchical: 2(k-1) steps inside hosts, 2(N-1) across; what crosses a host's link per
+  // direction is 2(N-1)/N of the message (the flat ring's every edge carries 2(n-1)/n), and the
+  // steps inside are taken as free beside it (shared memory outruns the network).
+  double factor = busiestRankFactor(coll, a, m.nranks);
+  if (a == algo::Algo::kHier && m.hosts > 1) {
+    p.steps = hierSteps(m.hosts, (m.nranks + m.hosts - 1) / m.hosts);
+    interSteps = 2 * (m.hosts - 1);
+    factor = 2.0 * (m.hosts - 1) / m.hosts;
+  }
   double hop = m.intraHopUs * f.hopFactor + f.hopExtraUs;
   double interHop = m.interHopUs * f.hopFactor + f.hopExtraUs;
   p.latencyUs = m.baseUs + (p.steps - interSteps) * hop + interSteps * interHop;
   p.bandwidthGBs = std::max(1, channels) * m.channelGBs * f.efficiency;
-  double moved = static_cast<double>(bytes) * busiestRankFactor(coll, a, m.nranks);
+  double moved = static_cast<double>(bytes) * factor;
   p.us = p.latencyUs + moved / (p.bandwidthGBs * 1e3);  // GB/s = 1e3 bytes per microsecond
   if (m.reduceGBs > 0) p.us += static_cast<double>(bytes) * reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3);
   return p;

@@ -25,17 +25,23 @@ struct Job {
   double seconds = 0;
 };
 
-// Runs `scenario` of the multiproc worker as `perHost` ranks on each of the hosts; `env` is added.
-Job runJob(const NetnsHosts& net, int perHost, const std::string& scenario, const std::vector<std::string>& env) {
+// Runs `scenario` of the multiproc worker as sizes[h] ranks on host h (ranks host after host);
+// `env` is added.
+Job runJob(const NetnsHosts& net, const std::vector<int>& sizes, const std::string& scenario,
+           const std::vector<std::string>& env) {
   std::vector<ProcSpec> specs;
-  int n = net.hosts() * perHost;
+  std::vector<int> hostOf, localOf;
+  for (size_t h = 0; h < sizes.size(); ++h) {
+    for (int i = 0; i < sizes[h]; ++i) hostOf.push_back(static_cast<int>(h)), localOf.push_back(i);
+  }
+  int n = static_cast<int>(hostOf.size());
   for (int r = 0; r < n; ++r) {
-    int h = r / perHost;
+    int h = hostOf[r];
     ProcSpec s;
     s.argv = net.inHost(h, {selfDir() + "/../multiproc/braid_mp_worker", scenario});
     s.env = {"RANK=" + std::to_string(r),
              "WORLD_SIZE=" + std::to_string(n),
-             "LOCAL_RANK=" + std::to_string(r % perHost),
+             "LOCAL_RANK=" + std::to_string(localOf[r]),
              "MASTER_ADDR=" + net.address(0),
              "MASTER_PORT=29400",
              "BRAID_TEST_FROM_ENV=1",
@@ -51,6 +57,11 @@ Job runJob(const NetnsHosts& net, int perHost, const std::string& scenario, cons
   job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   job.reports = parseReports(job.results);
   return job;
+}
+
+// `perHost` ranks on every host.
+Job runJob(const NetnsHosts& net, int perHost, const std::string& scenario, const std::vector<std::string>& env) {
+  return runJob(net, std::vector<int>(net.hosts(), perHost), scenario, env);
 }
 
 std::string outputs(const Job& job) {
@@ -122,6 +133,43 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EveryCollective,
                                            Shape{3, 2, true}),
                          shapeName);
 
+// The hierarchical all-reduce across hosts: every collective (hier where it applies, the ring for
+// the others) with BRAID_ALGO=hier, and with the tuner's choice, on 2 hosts x 2 ranks and on
+// uneven hosts of 2, 1 and 2; each rank checks its results against a plain loop.
+struct HierShape {
+  std::vector<int> sizes;
+  const char* algo;  // BRAID_ALGO, or "" for the tuner's choice
+};
+
+class HierAcrossHosts : public Multihost, public ::testing::WithParamInterface<HierShape> {};
+
+TEST_P(HierAcrossHosts, EveryCollective) {
+  const HierShape& s = GetParam();
+  make(static_cast<int>(s.sizes.size()));
+  if (!net_) return;
+  std::vector<std::string> env = {"BRAID_TEST_LARGE=1", "BRAID_DEBUG=TRACE", "BRAID_DEBUG_SUBSYS=COLL"};
+  if (*s.algo != '\0') env.push_back(std::string("BRAID_ALGO=") + s.algo);
+  Job job = runJob(*net_, s.sizes, "coll", env);
+  size_t n = 0;
+  for (int k : s.sizes) n += static_cast<size_t>(k);
+  ASSERT_EQ(job.reports.size(), n) << outputs(job);
+  for (const Report& r : job.reports) EXPECT_TRUE(r.ok()) << r.describe();
+  // The all-reduces ran hierarchically (forced, or the tuner's choice across hosts).
+  EXPECT_NE(job.results[0].output.find("allreduce"), std::string::npos);
+  EXPECT_NE(job.results[0].output.find(": hier, "), std::string::npos) << job.results[0].output.substr(0, 4000);
+}
+
+std::string hierName(const ::testing::TestParamInfo<HierShape>& p) {
+  std::string name;
+  for (int k : p.param.sizes) name += (name.empty() ? "" : "_") + std::to_string(k);
+  return name + (*p.param.algo != '\0' ? std::string("_forced") : std::string("_tuner"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, HierAcrossHosts,
+                         ::testing::Values(HierShape{{2, 2}, "hier"}, HierShape{{2, 2}, ""},
+                                           HierShape{{2, 1, 2}, "hier"}, HierShape{{2, 1, 2}, ""}),
+                         hierName);
+
 // A rank killed between two all-reduces on another host: the survivors' second call fails promptly,
 // naming a rank, instead of hanging.
 TEST_F(Multihost, KilledRankOnAnotherHostFailsTheOthersPromptly) {
@@ -136,6 +184,19 @@ TEST_F(Multihost, KilledRankOnAnotherHostFailsTheOthersPromptly) {
     EXPECT_NE(r.msg.find("connection closed by the sender at 10.77.0."), std::string::npos)
         << "carries the network's own words";
     std::printf("rank %d: %s\n", r.rank, r.msg.c_str());
+  }
+  EXPECT_LT(job.seconds, 20.0) << "the survivors took " << job.seconds << " s to fail";
+}
+
+// The same with the hierarchical all-reduce (2 hosts x 2 ranks): the survivors fail promptly.
+TEST_F(Multihost, KilledRankDuringAHierarchicalAllReduceFailsTheOthersPromptly) {
+  make(2);
+  if (!net_) return;
+  Job job = runJob(*net_, 2, "killcoll", {"BRAID_TEST_VICTIM=1", "BRAID_ALGO=hier"});
+  ASSERT_EQ(job.reports.size(), 3u) << outputs(job);  // the victim prints nothing
+  for (const Report& r : job.reports) {
+    EXPECT_FALSE(r.ok()) << r.describe();
+    EXPECT_NE(r.msg.find("rank "), std::string::npos) << r.describe();
   }
   EXPECT_LT(job.seconds, 20.0) << "the survivors took " << job.seconds << " s to fail";
 }
