@@ -24,41 +24,58 @@
 
 namespace braid::algo {
 
+// The rounds of a channel's range: `shards` shards of at most one chunk each.
+struct HierRounds {
+  Range range;
+  size_t chunk;
+  int shards;
+  BRAID_HOST_DEVICE size_t roundElems() const { return static_cast<size_t>(shards) * chunk; }
+  BRAID_HOST_DEVICE RoundBlocks at(size_t base) const {
+    RoundBlocks rb{base, minSize(roundElems(), range.end - base), 0};
+    rb.blk = minSize(chunk, alignElems(divUp(rb.size, shards)));
+    return rb;
+  }
+};
+
+// Each phase runs over all of the channel's rounds before the next begins, so that each streams
+// through its FIFOs without waiting at every round for the other level.
 template <class Backend>
 BRAID_HOST_DEVICE void hierAllReduce(Backend& b, const WorkArgs& w) {
   const HostsView& h = w.hosts;
   const int k = h.size(h.host), me = h.local, hosts = h.n, shards = h.most;
-  const Range r = channelRange(w.count, w.channel, w.nChannels);
+  const HierRounds rounds{channelRange(w.count, w.channel, w.nChannels), w.chunkElems, shards};
+  const Range r = rounds.range;
   const int localPrev = h.at(h.host, me + k - 1), localNext = h.at(h.host, me + 1);
   const bool postInside = w.postOp && hosts == 1;  // else the step across hosts finishes the values
-  const size_t roundElems = static_cast<size_t>(shards) * w.chunkElems;
-  for (size_t base = r.begin; base < r.end; base += roundElems) {
-    RoundBlocks rb{base, minSize(roundElems, r.end - base), 0};
-    rb.blk = minSize(w.chunkElems, alignElems(divUp(rb.size, shards)));
-    // Shard `t * k + pos` of pass t for local position pos (none past the last shard).
-    auto shardOf = [&](int t, int pos) { return t * k + wrap(pos, k); };
-    auto off = [&](int s) { return rb.off(s < shards ? s : shards); };
-    auto len = [&](int s) { return s < shards ? rb.len(s) : size_t{0}; };
-    {  // 1. inside the host: reduce-scatter, this rank ending with shards me, me + k, ... in its output
-      auto p = k == 1 ? b.open(nullptr, 0, nullptr, 0, kConnLocal) : b.open(&localPrev, 1, &localNext, 1, kConnLocal);
+  // Shard `t * k + pos` of pass t for local position pos; past the last shard: empty.
+  auto shardOf = [&](int t, int pos) { return t * k + wrap(pos, k); };
+  auto off = [&](const RoundBlocks& rb, int s) { return rb.off(s < shards ? s : shards); };
+  auto len = [&](const RoundBlocks& rb, int s) { return s < shards ? rb.len(s) : size_t{0}; };
+  {  // 1. inside the host: reduce-scatter, this rank ending with shards me, me + k, ... in its output
+    auto p = k == 1 ? b.open(nullptr, 0, nullptr, 0, kConnLocal) : b.open(&localPrev, 1, &localNext, 1, kConnLocal);
+    for (size_t base = r.begin; base < r.end; base += rounds.roundElems()) {
+      const RoundBlocks rb = rounds.at(base);
       for (int t = 0; t * k < shards; ++t) {
         const int mine = shardOf(t, me);
         if (k == 1) {
-          p.copy(off(mine), off(mine), len(mine), postInside);
+          p.copy(off(rb, mine), off(rb, mine), len(rb, mine), postInside);
           continue;
         }
-        p.send(off(shardOf(t, me - 1)), len(shardOf(t, me - 1)));
-        for (int s = 2; s < k; ++s) p.recvReduceSend(off(shardOf(t, me - s)), len(shardOf(t, me - s)));
-        p.recvReduceCopy(off(mine), off(mine), len(mine), postInside);
+        p.send(off(rb, shardOf(t, me - 1)), len(rb, shardOf(t, me - 1)));
+        for (int s = 2; s < k; ++s) p.recvReduceSend(off(rb, shardOf(t, me - s)), len(rb, shardOf(t, me - s)));
+        p.recvReduceCopy(off(rb, mine), off(rb, mine), len(rb, mine), postInside);
       }
     }
-    // 2. across hosts: each of this rank's shards all-reduced on its rail, in place in the output.
-    for (int s = me; s < shards && hosts > 1; s += k) {
-      const int prev = h.at(wrap(h.host - 1, hosts), s), next = h.at(wrap(h.host + 1, hosts), s);
-      auto p = b.open(&prev, 1, &next, 1, kConnRail);
-      RoundBlocks sb{off(s), len(s), 0};
+  }
+  // 2. across hosts: each of this rank's shards all-reduced on its rail, in place in the output.
+  for (int s = me; s < shards && hosts > 1; s += k) {
+    const int prev = h.at(wrap(h.host - 1, hosts), s), next = h.at(wrap(h.host + 1, hosts), s);
+    auto p = b.open(&prev, 1, &next, 1, kConnRail);
+    const int pos = h.host;
+    for (size_t base = r.begin; base < r.end; base += rounds.roundElems()) {
+      const RoundBlocks rb = rounds.at(base);
+      RoundBlocks sb{off(rb, s), len(rb, s), 0};
       sb.blk = alignElems(divUp(sb.size, hosts));
-      const int pos = h.host;
       int j = wrap(pos - 1, hosts);
       p.sendOutput(sb.off(j), sb.len(j));
       for (int step = 2; step < hosts; ++step) {
@@ -73,13 +90,16 @@ BRAID_HOST_DEVICE void hierAllReduce(Backend& b, const WorkArgs& w) {
       j = wrap(pos + 1, hosts);
       p.recvReplace(sb.off(j), sb.len(j));
     }
-    if (k == 1) continue;
-    // 3. inside the host: all-gather of every shard from its owner.
-    auto p = b.open(&localPrev, 1, &localNext, 1, kConnLocal);
+  }
+  if (k == 1) return;
+  // 3. inside the host: all-gather of every shard from its owner.
+  auto p = b.open(&localPrev, 1, &localNext, 1, kConnLocal);
+  for (size_t base = r.begin; base < r.end; base += rounds.roundElems()) {
+    const RoundBlocks rb = rounds.at(base);
     for (int t = 0; t * k < shards; ++t) {
-      p.sendOutput(off(shardOf(t, me)), len(shardOf(t, me)));
-      for (int s = 1; s < k - 1; ++s) p.recvCopySend(off(shardOf(t, me - s)), len(shardOf(t, me - s)));
-      p.recv(off(shardOf(t, me + 1)), len(shardOf(t, me + 1)));
+      p.sendOutput(off(rb, shardOf(t, me)), len(rb, shardOf(t, me)));
+      for (int s = 1; s < k - 1; ++s) p.recvCopySend(off(rb, shardOf(t, me - s)), len(rb, shardOf(t, me - s)));
+      p.recv(off(rb, shardOf(t, me + 1)), len(rb, shardOf(t, me + 1)));
     }
   }
 }
