@@ -141,7 +141,6 @@ Status Comm::connectGpu() {
   o.rank = rank_;
   o.nranks = nranks_;
   o.device = cudaDevice_;
-  o.geometry = algo::makeGeometry(plan_.search.rings.front().ranks);
   const tune::Tuner& t = plan_.tuner;
   auto bounded = [&](int found) { return std::max(t.minChannels(), std::min(std::max(1, found), t.maxChannels())); };
   o.fullChannels = bounded(t.machine().channels);
@@ -205,7 +204,16 @@ Status Comm::connectGpu() {
   }
   if (sharing > 1 && sms > 0) o.channels = std::max(1, std::min(o.channels, sms / 2 / sharing));
   o.fullChannels = std::min(o.fullChannels, o.channels);
-  for (const Place& p : places) o.spansHosts = o.spansHosts || p.host != places[rank_].host;
+  // The search's ring, with each rank's host for the hierarchical algorithms (algo/hier.h).
+  std::vector<uint64_t> hostIds;
+  std::vector<int> hostOf(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    auto it = std::find(hostIds.begin(), hostIds.end(), places[r].host);
+    hostOf[r] = static_cast<int>(it - hostIds.begin());
+    if (it == hostIds.end()) hostIds.push_back(places[r].host);
+  }
+  o.geometry = algo::makeGeometry(plan_.search.rings.front().ranks, hostOf);
+  o.spansHosts = hostIds.size() > 1;
   if (o.spansHosts) {
     // Peers on other hosts are reached through FIFOs in pinned host memory and a network proxy
     // (exec/cuda_net.cc): 2 x 4 MiB of it per connection and channel, and a network slower than any

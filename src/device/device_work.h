@@ -191,6 +191,7 @@ enum class KernelKind : int {
   kReduceRing,
   kAllGatherRing,
   kReduceScatterRing,
+  kAllReduceHier,
   kSendRecv,
   kAllReduceOneShot,  // the one-shot kernels run LL only (kernels_ll.cu)
   kAllGatherOneShot,

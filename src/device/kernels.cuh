@@ -34,6 +34,8 @@ __device__ __forceinline__ void runCall(const KernelArgs& a, const CallArgs& cal
     algo::ringAllGather(b, w);
   } else if constexpr (K == KernelKind::kReduceScatterRing) {
     algo::ringReduceScatter(b, w);
+  } else if constexpr (K == KernelKind::kAllReduceHier) {
+    algo::hierAllReduce(b, w);
   }
 }
 
@@ -77,6 +79,7 @@ __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
   BRAID_KERNEL(braid_Reduce_Ring_##suffix, KernelKind::kReduceRing)                                                \
   BRAID_KERNEL(braid_AllGather_Ring_##suffix, KernelKind::kAllGatherRing)                                          \
   BRAID_KERNEL(braid_ReduceScatter_Ring_##suffix, KernelKind::kReduceScatterRing)                                  \
+  BRAID_KERNEL(braid_AllReduce_Hier_##suffix, KernelKind::kAllReduceHier)                                          \
   __global__ void __launch_bounds__(kMaxBlockThreads)                                                              \
       braid_SendRecv_##suffix(const __grid_constant__ P2pKernelArgs a) {                                           \
     runSendRecv<BRAID_PROTO>(a);                                                                                   \
@@ -90,6 +93,7 @@ __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
       {reinterpret_cast<const void*>(braid_Reduce_Ring_##suffix), "braid_Reduce_Ring_" #suffix},                   \
       {reinterpret_cast<const void*>(braid_AllGather_Ring_##suffix), "braid_AllGather_Ring_" #suffix},             \
       {reinterpret_cast<const void*>(braid_ReduceScatter_Ring_##suffix), "braid_ReduceScatter_Ring_" #suffix},     \
+      {reinterpret_cast<const void*>(braid_AllReduce_Hier_##suffix), "braid_AllReduce_Hier_" #suffix},             \
       {reinterpret_cast<const void*>(braid_SendRecv_##suffix), "braid_SendRecv_" #suffix},                         \
   };                                                                                                               \
   const KernelRef* kernels##suffix() { return kKernels##suffix; }

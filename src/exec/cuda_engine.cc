@@ -17,7 +17,7 @@
 #include <set>
 #include <tuple>
 
-#include "algo/doubling.h"
+#include "algo/connections.h"
 #include "algo/p2p.h"
 #include "core/log.h"
 #include "exec/cuda_device.h"
@@ -35,37 +35,23 @@ constexpr size_t kRecvStepOff = 256;
 constexpr size_t kSendStepOff = 264;
 constexpr size_t kSimpleOff = 384;
 
-constexpr int kConnIds[] = {algo::kConnRing, algo::kConnTree0, algo::kConnTree1, algo::kConnDoubling};
+// The connection ids of the FIFO algorithms' channels (send/recv's own on the first channels).
+constexpr int kConnIds[] = {algo::kConnRing,     algo::kConnTree0, algo::kConnTree1,
+                            algo::kConnDoubling, algo::kConnLocal, algo::kConnRail};
 
-// The peers `rank` exchanges data with on connection id `k` (both directions). Send/recv reaches
-// every rank, itself included (a message to itself goes through its own FIFO).
+// The algorithms whose FIFOs the arena holds: every FIFO algorithm the kernels run (the one-shot
+// has none), the hierarchical one only where there are hosts to be hierarchical about.
+std::vector<algo::Algo> engineAlgorithms(const algo::Geometry& g) {
+  std::vector<algo::Algo> algos = {algo::Algo::kRing, algo::Algo::kTree, algo::Algo::kDoubleTree,
+                                   algo::Algo::kDoubling};
+  if (g.hostStart.size() > 2) algos.push_back(algo::Algo::kHier);
+  return algos;
+}
+
+// The peers `rank` exchanges data with on connection id `k`, as the algorithms' own programs say
+// (algo/connections.h).
 std::vector<int> neighbours(const algo::Geometry& g, int rank, int k) {
-  const int n = static_cast<int>(g.ringOrder.size());
-  if (k == algo::kConnP2p) {
-    std::vector<int> all(n);
-    for (int q = 0; q < n; ++q) all[q] = q;
-    return all;
-  }
-  std::set<int> peers;
-  if (n > 1 && k == algo::kConnRing) {
-    int pos = g.posOf[rank];
-    peers.insert(g.ringOrder[(pos + 1) % n]);
-    peers.insert(g.ringOrder[(pos + n - 1) % n]);
-  } else if (n > 1 && (k == algo::kConnTree0 || k == algo::kConnTree1)) {
-    algo::TreeView t = algo::workFor(g, rank, 0, algo::CallShape{}).trees[k == algo::kConnTree0 ? 0 : 1];
-    if (t.parent >= 0) peers.insert(t.parent);
-    for (int i = 0; i < t.nChildren; ++i) peers.insert(t.children[i]);
-  } else if (n > 1 && k == algo::kConnDoubling) {
-    int p = algo::powerOfTwoBelow(n);
-    if (rank >= p) {
-      peers.insert(rank - p);
-    } else {
-      for (int bit = 1; bit < p; bit *= 2) peers.insert(rank ^ bit);
-      if (rank + p < n) peers.insert(rank + p);
-    }
-  }
-  peers.erase(rank);
-  return std::vector<int>(peers.begin(), peers.end());
+  return algo::algorithmPeers(g, rank, k, engineAlgorithms(g));
 }
 
 // The one-shot region (device/oneshot.cuh): a header, then 2 x nranks blocks of 16-byte lines.
@@ -181,6 +167,8 @@ CudaEngine::~CudaEngine() {
   if (s_->joined != nullptr) cudaEventDestroy(s_->joined);
   cudaFree(s_->table);
   cudaFree(s_->ringOrder);
+  cudaFree(s_->hostRanks);
+  cudaFree(s_->hostStart);
   if (s_->o.hostMemory) {
     for (auto& m : s_->hostMaps) {
       cudaHostUnregister(m.first);
@@ -252,6 +240,14 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->ringOrder, sizeof(int) * n)));
   BRAID_RETURN_IF_ERROR(copyToDevice(s->setup, s->ringOrder, options.geometry.ringOrder.data(), sizeof(int) * n,
                                      "cudaMemcpyAsync (ring order)"));
+  const std::vector<int>& hostRanks = options.geometry.hostRanks;
+  const std::vector<int>& hostStart = options.geometry.hostStart;
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->hostRanks, sizeof(int) * hostRanks.size())));
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->hostStart, sizeof(int) * hostStart.size())));
+  BRAID_RETURN_IF_ERROR(copyToDevice(s->setup, s->hostRanks, hostRanks.data(), sizeof(int) * hostRanks.size(),
+                                     "cudaMemcpyAsync (hosts' ranks)"));
+  BRAID_RETURN_IF_ERROR(copyToDevice(s->setup, s->hostStart, hostStart.data(), sizeof(int) * hostStart.size(),
+                                     "cudaMemcpyAsync (hosts' ranks)"));
   BRAID_INFO(log::Subsys::kInit, "GPU connection buffers: ", bytes >> 20, " MiB for ", options.channels,
              " channel(s), every algorithm on the first ", options.fullChannels);
   out->reset(new CudaEngine(std::move(s)));

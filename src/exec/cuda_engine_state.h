@@ -64,6 +64,8 @@ struct CudaEngine::State {
   std::vector<bool> ipcOpened;
   device::PeerConn* table = nullptr;  // device
   int* ringOrder = nullptr;           // device
+  int* hostRanks = nullptr;           // device: the geometry's levels (WorkArgs::hosts)
+  int* hostStart = nullptr;           // device
   device::OneShotArgs oneShot;
   int* abortHost = nullptr;  // mapped host memory
   int* abortDevice = nullptr;

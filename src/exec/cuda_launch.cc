@@ -39,6 +39,7 @@ device::KernelKind kernelKind(algo::Coll coll, algo::Algo a) {
       return a == algo::Algo::kTree         ? KernelKind::kAllReduceTree
              : a == algo::Algo::kDoubleTree ? KernelKind::kAllReduceDoubleTree
              : a == algo::Algo::kDoubling   ? KernelKind::kAllReduceDoubling
+             : a == algo::Algo::kHier       ? KernelKind::kAllReduceHier
                                             : KernelKind::kAllReduceRing;
     case algo::Coll::kBroadcast: return KernelKind::kBroadcastRing;
     case algo::Coll::kReduce: return KernelKind::kReduceRing;
@@ -83,6 +84,8 @@ device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto 
   device::KernelArgs a;
   a.work = algo::workFor(s.o.geometry, s.o.rank, 0, *shape);
   a.work.ring.order = s.ringOrder;
+  a.work.hosts.ranks = s.hostRanks;
+  a.work.hosts.start = s.hostStart;
   a.conns = s.table;
   a.simpleSlotBytes = s.o.simpleSlotBytes;
   a.llSlotLines = static_cast<int>(s.o.llSlotBytes / device::kLlDataPerLine);

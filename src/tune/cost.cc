@@ -125,9 +125,9 @@ double reduceFactor(algo::Coll coll, algo::Algo a, int n) {
 int hierSteps(int hosts, int perHost) { return 2 * (perHost - 1) + 2 * (hosts - 1); }
 
 bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
-  // The hierarchical all-reduce runs on host memory (no GPU kernel of it yet), across hosts.
+  // The hierarchical all-reduce, across hosts.
   return algo::supports(coll, a) && (a != algo::Algo::kDoubling || m.doubling) &&
-         (a != algo::Algo::kOneShot || m.oneShotBytes > 0) && (a != algo::Algo::kHier || (!m.gpu && m.hosts > 1));
+         (a != algo::Algo::kOneShot || m.oneShotBytes > 0) && (a != algo::Algo::kHier || m.hosts > 1);
 }
 
 bool sizeApplies(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes) {

@@ -258,7 +258,11 @@ INSTANTIATE_TEST_SUITE_P(
                     Config{4, "dbtree", "ll"}, Config{4, "doubling", "simple"}, Config{2, "oneshot", "ll"},
                     Config{3, "oneshot", "ll"}, Config{4, "oneshot", "ll"}, Config{2, "ring", "ll128"},
                     Config{2, "tree", "ll128"}, Config{2, "doubling", "ll128"}, Config{3, "ring", "ll128"},
-                    Config{4, "ring", "ll128"}, Config{4, "dbtree", "ll128"}),
+                    Config{4, "ring", "ll128"}, Config{4, "dbtree", "ll128"},
+                    // Across pretended hosts (gpu_across_hosts) the hierarchical all-reduce; on
+                    // one host the tuner falls back to the ring.
+                    Config{4, "hier", "simple"}, Config{4, "hier", "ll"}, Config{4, "hier", "ll128"},
+                    Config{3, "hier", "simple"}),
     configName);
 
 // CTA counts: the channel count is what the config pins.

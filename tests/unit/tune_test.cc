@@ -41,6 +41,16 @@ Machine machineOf(const topology::System& s) {
   return gpuMachine(r, static_cast<int>(ranks.size()));
 }
 
+// `count` copies of the 8-GPU NVSwitch fixture as hosts node0, node1, ...
+topology::System nvswitchNodes(int count) {
+  topology::System one = fixture("nvswitch-8gpu.xml"), nodes;
+  for (int h = 0; h < count; ++h) {
+    nodes.hosts.push_back(one.hosts[0]);
+    nodes.hosts.back().id = "node" + std::to_string(h);
+  }
+  return nodes;
+}
+
 Tuner tunerFor(const Machine& m, TunerConfig config = {}) {
   Tuner t;
   Status st = Tuner::create(m, config, &t);
@@ -110,13 +120,7 @@ TEST(Tuner, SmallTreeOrLlLargeRingSimpleCrossoverInTheMiddle) {
 
 // 64 GPUs on 8 nodes: the tree's 12 steps beat the ring's 126 below the crossover.
 TEST(Tuner, SixtyFourRanksOnEightNodesPreferTheTreeWhenSmall) {
-  topology::System one = fixture("nvswitch-8gpu.xml");
-  topology::System eight;
-  for (int h = 0; h < 8; ++h) {
-    eight.hosts.push_back(one.hosts[0]);
-    eight.hosts.back().id = "node" + std::to_string(h);
-  }
-  Machine m = machineOf(eight);
+  Machine m = machineOf(nvswitchNodes(8));
   ASSERT_EQ(m.nranks, 64);
   ASSERT_EQ(m.hosts, 8);
   Tuner t = tunerFor(m);
@@ -128,6 +132,24 @@ TEST(Tuner, SixtyFourRanksOnEightNodesPreferTheTreeWhenSmall) {
   EXPECT_EQ(tree.steps, 12);
   EXPECT_LT(tree.us, ring.us);
   EXPECT_EQ(t.decide(Coll::kAllReduce, size_t(1) << 30).algo, Algo::kRing);
+}
+
+// The hierarchical all-reduce: chosen on host memory across hosts from a few KB (recursive
+// doubling below), never on one host; on GPUs only when it is the one allowed.
+TEST(Tuner, HierarchicalAcrossHostsOnlyAndOnGpusOnlyWhenForced) {
+  TunerConfig none;
+  Tuner twoHosts = tunerFor(hostMachine(4, 2, false), none);
+  EXPECT_EQ(twoHosts.decide(Coll::kAllReduce, size_t(128) << 20).algo, Algo::kHier);
+  EXPECT_EQ(twoHosts.decide(Coll::kAllReduce, 8).algo, Algo::kDoubling);
+  EXPECT_EQ(twoHosts.decide(Coll::kAllGather, size_t(128) << 20).algo, Algo::kRing);
+  Tuner oneHost = tunerFor(hostMachine(4, 1, false), none);
+  for (size_t bytes : {size_t(8), size_t(1) << 20, size_t(1) << 30})
+    EXPECT_NE(oneHost.decide(Coll::kAllReduce, bytes).algo, Algo::kHier);
+  Machine gpus = machineOf(nvswitchNodes(2));
+  EXPECT_NE(tunerFor(gpus, none).decide(Coll::kAllReduce, size_t(1) << 30).algo, Algo::kHier);
+  TunerConfig hier;
+  hier.algorithm = "hier";
+  EXPECT_EQ(tunerFor(gpus, hier).decide(Coll::kAllReduce, size_t(1) << 30).algo, Algo::kHier);
 }
 
 TEST(Tuner, OverridesAreHonouredAndReported) {
