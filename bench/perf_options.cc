@@ -23,7 +23,7 @@ const char* kUsage =
     "  -z 0|1     blocking calls (1; host only)          -r root    root of broadcast/reduce (0)\n"
     "  -t n       ranks as threads of each process (1)   -g n       GPU ranks per thread (0: host memory)\n"
     "  -p n       fork n processes on this host (1)      -J file    also write the results as JSON\n"
-    "  -A algos   allowed algorithms (config->algorithm): ring, tree, dbtree, doubling, a list, ^ excludes\n"
+    "  -A algos   allowed algorithms (config->algorithm): ring, tree, dbtree, doubling, hier, a list, ^ excludes\n"
     "GPU mode (-g n): each rank is one CUDA device (global rank r on device r % devices; under a launcher\n"
     "LOCAL_RANK % devices), buffers in device memory, calls on one stream per rank, timed with CUDA events.\n"
     "  -P protos  allowed protocols (config->protocol): simple, ll, a list, ^ excludes\n"

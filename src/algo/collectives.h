@@ -21,6 +21,7 @@ enum class Algo : int { kRing = 0, kTree, kDoubleTree, kDoubling, kOneShot, kHie
 /// Whether `algo` implements `coll` (broadcast and reduce run as ring chains; trees and recursive
 /// doubling are all-reduce only; the one-shot runs every collective).
 BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) {
+  if (algo == Algo::kHier) return coll == Coll::kAllReduce || coll == Coll::kAllGather;
   return algo == Algo::kRing || algo == Algo::kOneShot || coll == Coll::kAllReduce;
 }
 
@@ -29,7 +30,12 @@ BRAID_HOST_DEVICE inline int numLanes(Algo algo) { return algo == Algo::kTree ? 
 template <class Backend>
 BRAID_HOST_DEVICE void runLane(Backend& b, Coll coll, Algo algo, const WorkArgs& w, int lane) {
   switch (algo) {
-    case Algo::kHier: hierAllReduce(b, w); return;
+    case Algo::kHier:
+      if (coll == Coll::kAllGather)
+        hierAllGather(b, w);
+      else
+        hierAllReduce(b, w);
+      return;
     case Algo::kTree: treeAllReduce(b, w, lane); return;
     case Algo::kDoubleTree: doubleTreeAllReduce(b, w, lane); return;
     case Algo::kDoubling: doublingAllReduce(b, w); return;

@@ -104,4 +104,81 @@ BRAID_HOST_DEVICE void hierAllReduce(Backend& b, const WorkArgs& w) {
   }
 }
 
+// Hierarchical all-gather: output[q * count + i] = rank q's input[i].
+//
+//   1. across hosts, rail s (the ranks of local index s on every host) ring-gathers its members'
+//      blocks into their places in the output; on a host with fewer ranks, rank s mod k takes part
+//      without a block of its own (an empty one), so that it receives the others';
+//   2. inside each host, a ring all-gather in which local rank i passes on the blocks of its rails
+//      (s = i, i + k, ...: every rank of local index s on every host).
+//
+// Across a host's link per direction: (N-1)/N of the output, against the flat ring's (n-1)/n.
+// Steps per chunk: N-1 across, k-1 inside. No reduction, so no partial results and no scratch.
+// (A hierarchical reduce-scatter needs room for the partial sums of other ranks' blocks, which
+// the output, one block long, does not have.)
+template <class Backend>
+BRAID_HOST_DEVICE void hierAllGather(Backend& b, const WorkArgs& w) {
+  const HostsView& h = w.hosts;
+  const int k = h.size(h.host), me = h.local, hosts = h.n, rails = h.most;
+  const Range r = channelRange(w.count, w.channel, w.nChannels);
+  const int localPrev = h.at(h.host, me + k - 1), localNext = h.at(h.host, me + 1);
+  // Output offset of rank q's block at element o; q < 0: a host's missing member (empty).
+  auto place = [&](int q, size_t o) { return q < 0 ? size_t{0} : static_cast<size_t>(q) * w.count + o; };
+  auto member = [&](int g, int s) { return s < h.size(g) ? h.ranks[h.start[g] + s] : -1; };
+  // 1. across hosts, on every rail this rank serves.
+  for (int s = me; s < rails; s += k) {
+    const int prev = h.at(wrap(h.host - 1, hosts), s), next = h.at(wrap(h.host + 1, hosts), s);
+    auto p = hosts == 1 ? b.open(nullptr, 0, nullptr, 0, kConnRail) : b.open(&prev, 1, &next, 1, kConnRail);
+    const int self = member(h.host, s);  // this rank, or -1 on a rail it serves for a missing index
+    for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
+      const size_t len = minSize(w.chunkElems, r.end - o);
+      auto lenOf = [&](int q) { return q < 0 ? size_t{0} : len; };
+      if (hosts == 1) {
+        if (self >= 0) p.copy(o, place(self, o), len, false);
+        continue;
+      }
+      p.copySend(o, place(self, o), lenOf(self));
+      for (int t = 1; t < hosts - 1; ++t) {
+        const int q = member(wrap(h.host - t, hosts), s);
+        p.recvCopySend(place(q, o), lenOf(q));
+      }
+      const int q = member(wrap(h.host + 1, hosts), s);
+      p.recv(place(q, o), lenOf(q));
+    }
+  }
+  if (k == 1) return;
+  // 2. inside the host: each local rank's rails' blocks to the others, a ring all-gather per
+  // block index b (local rank j's b-th block: the b-th of its rails j, j + k, ... on every host
+  // that has a member there; an empty one past its last), so that each step moves one slot.
+  auto p = b.open(&localPrev, 1, &localNext, 1, kConnLocal);
+  // Rank q of local rank j's b-th block, or -1.
+  auto blockOf = [&](int j, int index) {
+    for (int s = wrap(j, k); s < rails; s += k) {
+      for (int g = 0; g < hosts; ++g) {
+        const int q = member(g, s);
+        if (q >= 0 && index-- == 0) return q;
+      }
+    }
+    return -1;
+  };
+  int most = 0;  // the most blocks a local rank holds
+  for (int j = 0; j < k; ++j) {
+    while (blockOf(j, most) >= 0) ++most;
+  }
+  for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
+    const size_t len = minSize(w.chunkElems, r.end - o);
+    auto lenOf = [&](int q) { return q < 0 ? size_t{0} : len; };
+    for (int index = 0; index < most; ++index) {
+      int q = blockOf(me, index);
+      p.sendOutput(place(q, o), lenOf(q));
+      for (int t = 1; t < k - 1; ++t) {
+        q = blockOf(me - t, index);
+        p.recvCopySend(place(q, o), lenOf(q));
+      }
+      q = blockOf(me + 1, index);
+      p.recv(place(q, o), lenOf(q));
+    }
+  }
+}
+
 }  // namespace braid::algo

@@ -122,7 +122,10 @@ double reduceFactor(algo::Coll coll, algo::Algo a, int n) {
   return coll == algo::Coll::kReduce ? 1 : static_cast<double>(n - 1) / n;
 }
 
-int hierSteps(int hosts, int perHost) { return 2 * (perHost - 1) + 2 * (hosts - 1); }
+int hierSteps(algo::Coll coll, int hosts, int perHost) {
+  int pass = (perHost - 1) + (hosts - 1);
+  return coll == algo::Coll::kAllReduce ? 2 * pass : pass;
+}
 
 bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
   // The hierarchical all-reduce, across hosts.
@@ -191,14 +194,16 @@ Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto,
     interSteps = std::min(
         p.steps, logarithmic ? 2 * algo::floorLog2(m.hosts) + 1 : (coll == algo::Coll::kAllReduce ? 2 : 1) * m.hosts);
   }
-  // Hierarchical: 2(k-1) steps inside hosts, 2(N-1) across; what crosses a host's link per
-  // direction is 2(N-1)/N of the message (the flat ring's every edge carries 2(n-1)/n), and the
-  // steps inside are taken as free beside it (shared memory outruns the network).
+  // Hierarchical: all-reduce 2(k-1) steps inside hosts and 2(N-1) across, all-gather half of
+  // each; what crosses a host's link per direction is 2(N-1)/N (all-gather (N-1)/N) of the message,
+  // where the flat ring's every edge carries 2(n-1)/n ((n-1)/n); the steps inside are taken as
+  // free beside it (shared memory outruns the network).
   double factor = busiestRankFactor(coll, a, m.nranks);
   if (a == algo::Algo::kHier && m.hosts > 1) {
-    p.steps = hierSteps(m.hosts, (m.nranks + m.hosts - 1) / m.hosts);
-    interSteps = 2 * (m.hosts - 1);
-    factor = 2.0 * (m.hosts - 1) / m.hosts;
+    const double passes = coll == algo::Coll::kAllReduce ? 2 : 1;
+    p.steps = hierSteps(coll, m.hosts, (m.nranks + m.hosts - 1) / m.hosts);
+    interSteps = static_cast<int>(passes) * (m.hosts - 1);
+    factor = passes * (m.hosts - 1) / m.hosts;
   }
   double hop = m.intraHopUs * f.hopFactor + f.hopExtraUs;
   double interHop = m.interHopUs * f.hopFactor + f.hopExtraUs;
