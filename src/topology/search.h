@@ -12,8 +12,8 @@
 // and left through GPUs near the channel's NIC. A ring always exists: when every path is used up
 // the search stops with at least one channel.
 //
-// Trees are built over channel 0's ring order by the tuner (src/tune/plan.h), which also sees the
-// algorithms' tree builders: positions follow the ring, so trees follow locality too.
+// Trees are built over channel 0's ring order (algo/geometry.cc, algo/tree_builder.h; the plan's
+// log in core/plan.cc shows them): positions follow the ring, so trees follow locality too.
 #pragma once
 
 #include <string>
