@@ -212,11 +212,37 @@ int run(const Options& o) {
 }  // namespace
 }  // namespace braid::perf
 
+namespace braid::perf {
+namespace {
+
+// --plot: the JSON the reporting rank wrote, drawn by braid-plot (beside this executable, else
+// on PATH). Non-zero if it could not be drawn.
+int drawPlot(const Options& o) {
+  if (access(o.json.c_str(), R_OK) != 0) return 0;  // not the reporting process
+  char self[4096] = {0};
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string dir = len > 0 ? std::string(self, static_cast<size_t>(len)) : std::string();
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  std::string script = access((dir + "braid-plot").c_str(), X_OK) == 0 ? dir + "braid-plot" : "braid-plot";
+  std::string command = "'" + script + "' '" + o.plot + "' '=" + o.json + "'";
+  int status = std::system(command.c_str());
+  if (status != 0) std::fprintf(stderr, "braid-perf: --plot: %s failed (status %d)\n", script.c_str(), status);
+  return status == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace braid::perf
+
 int main(int argc, char** argv) {
   braid::perf::Options o;
   if (!braid::perf::parseOptions(argc, argv, &o)) return 2;
+  const bool ownJson = !o.plot.empty() && o.json.empty();
+  if (ownJson) o.json = "/tmp/braid-perf-" + std::to_string(getpid()) + ".json";
   // Several GPU ranks in this process (the one-GPU demo: thread ranks sharing it): each rank's
   // stream needs a hardware queue of its own, asked for before the first CUDA call (docs/gpu.md).
   if (o.threads * o.gpus > 1) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-  return braid::perf::run(o);
+  int status = braid::perf::run(o);
+  if (!o.plot.empty()) status = std::max(status, braid::perf::drawPlot(o));
+  if (ownJson) std::remove(o.json.c_str());
+  return status;
 }

@@ -32,6 +32,7 @@ const char* kUsage =
     "  --compare nccl   run every row through NCCL too (loaded with dlopen) and print the ratio\n"
     "  --nccl-lib path  the NCCL library to load (libnccl.so.2)\n"
     "  --agg n          issue n calls per iteration in one group (nccl-tests' -m); times are per call\n"
+    "  --plot file.png  draw busbw against size (braid-plot, gnuplot; NCCL beside braid with --compare)\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); with mpirun pass -x BRAID_COMM_ID=host:port.\n";
 
@@ -74,6 +75,10 @@ bool parseLong(const char* flag, const char* v, Options* o) {
     return o->compareNccl;
   }
   if (std::strcmp(flag, "--agg") == 0) return parseInt(v, 1, 1024, &o->agg);
+  if (std::strcmp(flag, "--plot") == 0) {
+    o->plot = v;
+    return *v != '\0';
+  }
   if (std::strcmp(flag, "--nccl-lib") == 0) {
     o->ncclLib = v;
     return *v != '\0';

@@ -29,6 +29,7 @@ struct Options {
   int gpus = 0;                         // -g: GPU ranks per thread (0: host-memory communicators)
   int root = 0;                         // -r
   std::string json;                     // -J file
+  std::string plot;                     // --plot file.png: busbw against size, drawn by braid-plot
   std::string algorithm;                // -A: config->algorithm (empty: the library chooses)
   std::string protocol;                 // -P: config->protocol (GPU only; empty: the library chooses)
   int ctas = 0;                         // -m: config->minCTAs = maxCTAs (GPU only; 0: the library chooses)

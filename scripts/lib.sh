@@ -107,6 +107,7 @@ braid_check_deps() {
     command -v mpirun >/dev/null || { optional+=(openmpi-bin libopenmpi-dev) why+=("openmpi-bin: no mpirun (the multiproc tier's Open MPI cases)"); }
     command -v clang-format >/dev/null || { optional+=(clang-format) why+=("clang-format: the format check"); }
     command -v ip >/dev/null || { optional+=(iproute2) why+=("iproute2: no ip (the multihost tier's namespaces)"); }
+    command -v gnuplot >/dev/null || { optional+=(gnuplot-nox) why+=("gnuplot-nox: no gnuplot (braid-plot's check)"); }
   fi
   if [ ${#required[@]} -gt 0 ] || [ ${#optional[@]} -gt 0 ]; then
     braid_say "missing:"
@@ -123,6 +124,7 @@ braid_check_deps() {
   if [ "$what" = test ]; then
     command -v mpirun >/dev/null || braid_say "skipped: the Open MPI cases of the multiproc tier (no mpirun)"
     command -v clang-format >/dev/null || braid_say "skipped: the format check (no clang-format)"
+    command -v gnuplot >/dev/null || braid_say "skipped: braid-plot's check (no gnuplot)"
   fi
   if braid_find_nvcc; then
     braid_say "CUDA: $(command -v "${CUDACXX:-nvcc}") ($("${CUDACXX:-nvcc}" --version | tail -2 | head -1))"
