@@ -1,4 +1,6 @@
-// braid-sim: predicted all-reduce times of every algorithm on a described cluster.
+// braid-sim: predicted all-reduce times of every algorithm on a described cluster (the
+// hierarchical one beside the flat ones: on GPUs the tuner runs it only when forced, so its column
+// is the model's view of where it would pay).
 //   braid-sim -n ranks [-g gpusPerNode=8] [-i nvswitch|nvlink|pcie] [-b nicGbps=400] [-e maxBytes]
 //   braid-sim -f topology.xml [-e maxBytes]
 // The cluster becomes a topology (one NIC per two GPUs), the ring search gives the channels, and
@@ -10,7 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "algo/geometry.h"
 #include "algo/trace.h"
 #include "topology/search.h"
 #include "topology/topo_xml.h"
@@ -88,13 +92,21 @@ int main(int argc, char** argv) {
   std::printf("# %d ranks on %d node(s) (%s); %d channel(s) of %.1f GB/s; hop %.2f us in a node, %.2f us between\n", n,
               m.hosts, file.empty() ? spec.intra.c_str() : file.c_str(), m.channels, m.channelGBs, m.intraHopUs,
               m.interHopUs);
-  const Algo algos[] = {Algo::kRing, Algo::kTree, Algo::kDoubleTree};
+  const Algo algos[] = {Algo::kRing, Algo::kTree, Algo::kDoubleTree, Algo::kHier};
+  const int perNode = (n + m.hosts - 1) / m.hosts;
+  std::vector<int> order(n), hostOf(n);
+  for (int r = 0; r < n; ++r) order[r] = r, hostOf[r] = r / perNode;
+  const algo::Geometry levelled = algo::makeGeometry(order, hostOf);
+  auto steps = [&](Algo a) {
+    return a == Algo::kHier ? tune::hierSteps(Coll::kAllReduce, m.hosts, perNode)
+                            : tune::sequentialSteps(Coll::kAllReduce, a, n);
+  };
   if (n <= 256) {
     bool ok = true;
     for (Algo a : algos) {
       algo::TraceResult t = algo::traceCollective(
-          algo::defaultGeometry(n), algo::CallShape{Coll::kAllReduce, a, size_t(n) * 4, 0, 1, 1 << 20, false}, 8);
-      ok = ok && t.ok && t.steps == tune::sequentialSteps(Coll::kAllReduce, a, n);
+          levelled, algo::CallShape{Coll::kAllReduce, a, size_t(n) * algo::kAlignElems, 0, 1, 1 << 20, false}, 8);
+      ok = ok && t.ok && t.steps == steps(a);
     }
     std::printf("# self-check: the model's step counts equal the trace backend's for %d ranks: %s\n", n,
                 ok ? "yes" : "NO");
@@ -102,10 +114,10 @@ int main(int argc, char** argv) {
   } else {
     std::printf("# self-check skipped above 256 ranks (the trace backend runs every rank's program)\n");
   }
-  std::printf("# steps: ring %d, tree %d, dbtree %d\n", tune::sequentialSteps(Coll::kAllReduce, Algo::kRing, n),
-              tune::sequentialSteps(Coll::kAllReduce, Algo::kTree, n),
-              tune::sequentialSteps(Coll::kAllReduce, Algo::kDoubleTree, n));
-  std::printf("%12s %22s %22s %22s   %s\n", "bytes", "ring (us)", "tree (us)", "dbtree (us)", "tuner");
+  std::printf("# steps: ring %d, tree %d, dbtree %d, hier %d\n", steps(Algo::kRing), steps(Algo::kTree),
+              steps(Algo::kDoubleTree), steps(Algo::kHier));
+  std::printf("%12s %22s %22s %22s %22s   %s\n", "bytes", "ring (us)", "tree (us)", "dbtree (us)", "hier (us)",
+              "tuner");
   for (size_t bytes = 8; bytes <= maxBytes; bytes *= 4) {
     std::printf("%12zu", bytes);
     for (Algo a : algos) {
