@@ -7,13 +7,12 @@
 namespace braid::algo {
 
 std::vector<int> algorithmPeers(const Geometry& g, int rank, int connId, const std::vector<Algo>& algos) {
+  return algorithmPeers(g, rank, algos)[connId];
+}
+
+std::vector<std::vector<int>> algorithmPeers(const Geometry& g, int rank, const std::vector<Algo>& algos) {
   const int n = static_cast<int>(g.ringOrder.size());
-  std::vector<int> peers;
-  if (connId == kConnP2p) {
-    for (int q = 0; q < n; ++q) peers.push_back(q);
-    return peers;
-  }
-  std::set<int> found;
+  std::vector<std::set<int>> found(kNumConnIds);
   for (Algo a : algos) {
     if (a == Algo::kOneShot) continue;
     for (int c = 0; c < static_cast<int>(Coll::kNumColls); ++c) {
@@ -34,16 +33,20 @@ std::vector<int> algorithmPeers(const Geometry& g, int rank, int connId, const s
           Recorder rec;
           runLane(rec, coll, a, w, lane);
           for (const Op& op : rec.ops) {
-            if (op.conn != connId) continue;
-            for (int i = 0; i < op.nRecv && op.receives(); ++i) found.insert(op.recvPeers[i]);
-            for (int i = 0; i < op.nSend && op.sends(); ++i) found.insert(op.sendPeers[i]);
+            for (int i = 0; i < op.nRecv && op.receives(); ++i) found[op.conn].insert(op.recvPeers[i]);
+            for (int i = 0; i < op.nSend && op.sends(); ++i) found[op.conn].insert(op.sendPeers[i]);
           }
         }
       }
     }
   }
-  found.erase(rank);
-  return std::vector<int>(found.begin(), found.end());
+  std::vector<std::vector<int>> peers(kNumConnIds);
+  for (int k = 0; k < kNumConnIds; ++k) {
+    found[k].erase(rank);
+    peers[k].assign(found[k].begin(), found[k].end());
+  }
+  for (int q = 0; q < n; ++q) peers[kConnP2p].push_back(q);  // send/recv reaches anyone, itself too
+  return peers;
 }
 
 }  // namespace braid::algo

@@ -17,4 +17,7 @@ namespace braid::algo {
 /// reaches anyone, a message to itself through its own FIFO).
 std::vector<int> algorithmPeers(const Geometry& g, int rank, int connId, const std::vector<Algo>& algos);
 
+/// The same for every connection id at once (indexed by it), from one run of the programs.
+std::vector<std::vector<int>> algorithmPeers(const Geometry& g, int rank, const std::vector<Algo>& algos);
+
 }  // namespace braid::algo

@@ -48,12 +48,6 @@ std::vector<algo::Algo> engineAlgorithms(const algo::Geometry& g) {
   return algos;
 }
 
-// The peers `rank` exchanges data with on connection id `k`, as the algorithms' own programs say
-// (algo/connections.h).
-std::vector<int> neighbours(const algo::Geometry& g, int rank, int k) {
-  return algo::algorithmPeers(g, rank, k, engineAlgorithms(g));
-}
-
 // The one-shot region (device/oneshot.cuh): a header, then 2 x nranks blocks of 16-byte lines.
 size_t oneShotRegionBytes(const CudaEngineOptions& o) {
   if (o.oneShotBytes == 0) return 0;
@@ -128,7 +122,7 @@ ArenaLayout CudaEngine::State::layoutOf(int rank) const {
   ArenaLayout l;
   for (int c = 0; c < o.channels; ++c) {
     for (int k : connIdsOf(c)) {
-      for (int q : neighbours(o.geometry, rank, k)) {
+      for (int q : peers[rank][k]) {
         l.blocks[{c, k, q}] = l.bytes;
         l.bytes += blockBytes;
       }
@@ -209,6 +203,10 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   s->llOff = kSimpleOff + device::kSteps * options.simpleSlotBytes;
   s->ll128Off = (s->llOff + llBytes + 127) / 128 * 128;  // lines must not straddle 128 bytes
   s->blockBytes = (s->ll128Off + ll128Bytes + 255) / 256 * 256;
+  // Every rank's peers, as the algorithms' own programs say (algo/connections.h), once: each
+  // rank's layout follows from them.
+  for (int r = 0; r < options.nranks; ++r)
+    s->peers.push_back(algo::algorithmPeers(options.geometry, r, engineAlgorithms(options.geometry)));
   for (int r = 0; r < options.nranks; ++r) s->layouts.push_back(s->layoutOf(r));
   const size_t bytes = std::max<size_t>(s->layouts[options.rank].bytes, 256);
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamCreateWithFlags (set-up copies)",
@@ -280,7 +278,7 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
   s.peerBases[me] = s.arena;
   std::set<int> peers;
   for (int k : s.connIdsOf(0)) {
-    for (int q : neighbours(s.o.geometry, me, k)) peers.insert(q);
+    for (int q : s.peers[me][k]) peers.insert(q);
   }
   peers.erase(me);
   // Ranks of this process on this device need their streams on separate hardware queues (a
@@ -357,7 +355,7 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
   std::vector<PeerConn> table(static_cast<size_t>(s.o.channels) * algo::kNumConnIds * n);
   for (int c = 0; c < s.o.channels; ++c) {
     for (int k : s.connIdsOf(c)) {
-      for (int q : neighbours(s.o.geometry, me, k)) {
+      for (int q : s.peers[me][k]) {
         char* mine = s.block(me, c, k, q);
         PeerConn& pc = table[device::connIndex(c, k, q, n)];
         if (all[q].host != all[me].host) {

@@ -56,11 +56,12 @@ struct CudaEngine::State {
   size_t blockBytes = 0;
   size_t llOff = 0;
   size_t ll128Off = 0;
-  std::vector<ArenaLayout> layouts;                // per rank
-  char* arena = nullptr;                           // device address (of host memory, with hostMemory)
-  std::string shmName;                             // hostMemory: this rank's segment, until connected() unlinks it
-  std::vector<std::pair<void*, size_t>> hostMaps;  // hostMemory: every mapping (own and peers'), registered
-  std::vector<char*> peerBases;                    // per rank: its arena mapped here (null if not a neighbour)
+  std::vector<std::vector<std::vector<int>>> peers;  // [rank][connection id]: its peers there
+  std::vector<ArenaLayout> layouts;                  // per rank
+  char* arena = nullptr;                             // device address (of host memory, with hostMemory)
+  std::string shmName;                               // hostMemory: this rank's segment, until connected() unlinks it
+  std::vector<std::pair<void*, size_t>> hostMaps;    // hostMemory: every mapping (own and peers'), registered
+  std::vector<char*> peerBases;                      // per rank: its arena mapped here (null if not a neighbour)
   std::vector<bool> ipcOpened;
   device::PeerConn* table = nullptr;  // device
   int* ringOrder = nullptr;           // device
