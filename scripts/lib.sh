@@ -65,12 +65,12 @@ braid_find_nvcc() {
 
 # Installs Debian packages; false if that cannot be done here (not root and no sudo, no apt-get, no
 # package registry).
-# ctest jobs for the gpu tier: 8 test processes per GPU (scripts/test says why), at most nproc.
+# ctest jobs for the gpu tier: 4 test processes per GPU (scripts/test says why), at most nproc.
 braid_gpu_jobs() {
   local gpus
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   [ "${gpus:-0}" -ge 1 ] || gpus=1
-  local jobs=$((8 * gpus)) cores
+  local jobs=$((4 * gpus)) cores
   cores=$(nproc)
   [ "$jobs" -le "$cores" ] || jobs=$cores
   echo "$jobs"

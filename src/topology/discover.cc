@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "core/log.h"
 
@@ -398,12 +399,31 @@ int pcieGenFromSpeed(const std::string& speed) {
   return 0;
 }
 
+// hwloc's components that start another vendor's runtime to list its devices. braid reads the CUDA
+// devices itself (CudaDeviceFacts) and needs only the PCI tree, so none of them is loaded: they cost
+// time at every init, and one of them changes the process's environment from the thread that runs
+// discovery. hwloc's OpenCL component starts the installed OpenCL drivers; PoCL (Debian's and
+// Ubuntu's CPU OpenCL driver) calls setenv("HWLOC_PLUGINS_PATH") while doing so. setenv that adds
+// a variable moves the environment array and frees the old one, so another thread's getenv at that
+// moment (another rank thread's hwloc, or CUDA) reads freed memory: the gpu tier's two SIGSEGVs in
+// getenv under hwloc_topology_load (docs/reliability.md). TopologyDiscovery.LeavesTheEnvironmentAlone.
+constexpr const char* kForeignRuntimeComponents[] = {"opencl", "levelzero", "rsmi", "cuda", "nvml", "gl"};
+
 Status discoverHost(const std::string& hostId, const std::vector<CudaDeviceFacts>& cudaDevices, Host* out) {
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) return systemError("hwloc_topology_init failed");
   std::unique_ptr<hwloc_topology, void (*)(hwloc_topology_t)> guard(topo, hwloc_topology_destroy);
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  if (hwloc_topology_load(topo) != 0) return systemError("hwloc_topology_load failed");
+  for (const char* name : kForeignRuntimeComponents) {
+    // -1: hwloc has no such component here, so there is nothing to leave out.
+    hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, name);
+  }
+  {
+    // Components are shared by every topology of the process; one discovery at a time.
+    static std::mutex loading;
+    std::lock_guard<std::mutex> lock(loading);
+    if (hwloc_topology_load(topo) != 0) return systemError("hwloc_topology_load failed");
+  }
   Host host;
   host.id = hostId;
   HwlocWalker(topo, &host).run(cudaDevices);

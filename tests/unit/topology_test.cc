@@ -4,9 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "core/machine.h"
 #include "topology/discover.h"
@@ -203,6 +208,34 @@ TEST(TopologyDiscovery, ThisMachineGivesAValidGraph) {
   System again;
   ASSERT_TRUE(readTopology(writeTopology(s), "dumped", &again).isOk()) << writeTopology(s);
   expectSameSystem(s, again);
+}
+
+// Discovery never changes the process's environment, from any number of threads at once: hwloc's
+// OpenCL component once started PoCL, which set HWLOC_PLUGINS_PATH and so freed the environment
+// under other rank threads' getenv (src/topology/discover.cc). CI installs PoCL so that this fails
+// there if the component comes back.
+TEST(TopologyDiscovery, LeavesTheEnvironmentAlone) {
+  auto snapshot = [] {
+    std::vector<std::string> vars;
+    for (char** e = environ; *e != nullptr; ++e) vars.emplace_back(*e);
+    std::sort(vars.begin(), vars.end());
+    return vars;
+  };
+  const std::vector<std::string> before = snapshot();
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&ok, t] {
+      Host h;
+      ok[t] = discoverHost("h" + std::to_string(t), {}, &h).isOk() && h.count(NodeKind::kCpu) >= 1;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok, std::vector<int>(4, 1));
+  const std::vector<std::string> after = snapshot();
+  std::vector<std::string> added;
+  std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(added));
+  EXPECT_EQ(before, after) << "discovery set: " << (added.empty() ? std::string("(nothing new)") : added[0]);
 }
 
 TEST(TopologyDiscovery, BusIdsAndLinkSpeeds) {
