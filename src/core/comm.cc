@@ -309,14 +309,23 @@ Status Comm::exchangePeerInfo() {
     uint64_t host;
     int64_t cpus;
     transport::NetHandle netHandle;
+    uint64_t watchPort;  // this rank's watchdog listener; 0: BRAID_TIMEOUT off there
   };
   std::vector<PeerInfo> peers(nranks_);
-  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(), transport::NetHandle{}};
+  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(), transport::NetHandle{}, 0};
   if (host_ != nullptr) {
     BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].netHandle));
+    uint16_t port = 0;
+    BRAID_RETURN_IF_ERROR(startWatch(&port));
+    peers[rank_].watchPort = port;
   }
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
   if (host_ == nullptr) return Status::ok();
+  if (watch_ != nullptr) {
+    std::vector<net::SocketAddress> listeners = bootstrap_->peerAddresses();
+    for (int r = 0; r < nranks_; ++r) listeners[r].setPort(static_cast<uint16_t>(peers[r].watchPort));
+    watch_->setPeers(std::move(listeners));
+  }
   std::vector<HostEngine::Peer> info(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     info[r].sameHost = peers[r].host == peers[rank_].host;
@@ -344,10 +353,38 @@ Status Comm::collectives(const std::vector<CollRequest>& requests) {
     if (gpu_ != nullptr) {
       calls.push_back(gpuCall(r));
     } else {
-      BRAID_RETURN_IF_ERROR(failOnRemoteError(host_->run(r)));
+      BRAID_RETURN_IF_ERROR(hostResult(host_->run(r)));
     }
   }
   return calls.empty() ? Status::ok() : gpu_->runBatch(calls.data(), calls.size());
+}
+
+// BRAID_TIMEOUT (core/watchdog.h): a listener for the peers' state queries, and the action on a
+// stall: abort ends the call (its waits see the abort flag) and fails the communicator with the
+// report, which the call returns.
+Status Comm::startWatch(uint16_t* port) {
+  WatchSettings settings;
+  BRAID_RETURN_IF_ERROR(watchSettings(&settings));
+  if (settings.timeoutMs == 0) return Status::ok();
+  watch_ = std::make_unique<CallWatch>(idHash_, rank_, nranks_, settings, HostEngine::describeTag,
+                                       [this](const Status& report) {
+                                         {
+                                           std::lock_guard<std::mutex> lock(errorMu_);
+                                           error_ = report;
+                                           state_.store(State::kFailed, std::memory_order_release);
+                                         }
+                                         abortFlag_.store(true, std::memory_order_release);
+                                       });
+  BRAID_RETURN_IF_ERROR(watch_->listen(bootstrap_->peerAddresses()[rank_], port));
+  host_->setWatch(watch_.get());
+  return Status::ok();
+}
+
+// A host call's result: the watchdog's report when it ended the call, else as failOnRemoteError.
+Status Comm::hostResult(Status s) {
+  Status report;
+  if (!s.isOk() && watch_ != nullptr && watch_->stalled(&report)) return report;
+  return failOnRemoteError(std::move(s));
 }
 
 // A call that failed midway leaves FIFOs out of step with the peers: the communicator is unusable
@@ -385,7 +422,7 @@ Status Comm::p2p(const std::vector<P2pRequest>& requests) {
     BRAID_RETURN_IF_ERROR(checkSendRecv(*bootstrap_, requests, ++callSeq_));
   }
   if (gpu_ != nullptr) return runGpuP2p(requests);
-  return failOnRemoteError(host_->runP2p(requests));
+  return hostResult(host_->runP2p(requests));
 }
 
 // A group's sends and receives on a GPU: one kernel on the group's stream, messages as byte ranges

@@ -19,6 +19,7 @@
 #include "core/host_engine.h"
 #include "core/plan.h"
 #include "core/status.h"
+#include "core/watchdog.h"
 #include "exec/cuda_engine.h"
 
 namespace braid::core {
@@ -70,6 +71,8 @@ class Comm {
   bool aborted() const { return abortFlag_.load(std::memory_order_acquire); }
 
   bootstrap::Bootstrap& bootstrap() { return *bootstrap_; }
+  /// BRAID_TIMEOUT's watch of this rank (null when off, and on GPU communicators).
+  const CallWatch* watch() const { return watch_.get(); }
 
   /// Runs a collective: on host buffers it returns when done; on a GPU it is queued on
   /// request.stream.
@@ -98,6 +101,8 @@ class Comm {
   exec::CudaCall gpuCall(const CollRequest& request) const;
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status failOnRemoteError(Status s);
+  Status startWatch(uint16_t* port);
+  Status hostResult(Status s);
   void runInit(const bootstrap::UniqueIdBytes& id);
 
   const int rank_;
@@ -124,6 +129,9 @@ class Comm {
   std::unique_ptr<exec::CudaEngine> gpu_;  // GPU communicators: connections and kernel launch
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::thread initThread_;
+  // BRAID_TIMEOUT (host memory): last, so that it goes first and its callback never outlives the
+  // members it sets.
+  std::unique_ptr<CallWatch> watch_;
 };
 
 /// Resolves DeviceKind::kAuto and checks a CUDA request against the machine; `device` gets the

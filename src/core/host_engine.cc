@@ -10,6 +10,7 @@
 #include "core/datatype.h"
 #include "core/log.h"
 #include "core/param.h"
+#include "core/watchdog.h"
 
 namespace braid::core {
 
@@ -129,20 +130,6 @@ transport::CallTag collectiveTag(const CollRequest& r, uint32_t seq) {
   return t;
 }
 
-// "broadcast #12 (1000 x float32, root 3)", "allreduce #3 (7 x int8, max)", "send/recv".
-std::string describeTag(const transport::CallTag& t) {
-  if (t.kind == exec::kP2pTagKind) return "send/recv";
-  if (t.kind == 0 || t.kind > static_cast<int>(algo::Coll::kNumColls)) return "an untagged call";
-  const auto coll = static_cast<algo::Coll>(t.kind - 1);
-  std::string s = std::string(algo::collName(coll)) + " #" + std::to_string(t.seq) + " (" + std::to_string(t.count) +
-                  " x " + typeName(static_cast<braidDataType_t>(t.type));
-  if (coll == algo::Coll::kAllReduce || coll == algo::Coll::kReduce || coll == algo::Coll::kReduceScatter) {
-    s += std::string(", ") + opName(static_cast<braidRedOp_t>(t.op));
-  }
-  if (t.root >= 0) s += ", root " + std::to_string(t.root);
-  return s + ")";
-}
-
 int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(64, param::getInt(param::Id::kChunkBytes))); }
 
@@ -256,10 +243,36 @@ algo::CallShape HostEngine::decide(const CollRequest& r) const {
 
 // A call that failed leaves its connections out of step: close them, so that every peer still
 // waiting on this rank stops too, and report why (a connection that could not be made first).
+std::string HostEngine::describeTag(const transport::CallTag& t) {
+  if (t.kind == exec::kP2pTagKind) return "send/recv";
+  if (t.kind == 0 || t.kind > static_cast<int>(algo::Coll::kNumColls)) return "an untagged call";
+  const auto coll = static_cast<algo::Coll>(t.kind - 1);
+  std::string s = std::string(algo::collName(coll)) + " #" + std::to_string(t.seq) + " (" + std::to_string(t.count) +
+                  " x " + typeName(static_cast<braidDataType_t>(t.type));
+  if (coll == algo::Coll::kAllReduce || coll == algo::Coll::kReduce || coll == algo::Coll::kReduceScatter) {
+    s += std::string(", ") + opName(static_cast<braidRedOp_t>(t.op));
+  }
+  if (t.root >= 0) s += ", root " + std::to_string(t.root);
+  return s + ")";
+}
+
+// The call between the watchdog's begin and end, its FIFO steps counted.
+Status HostEngine::watched(exec::HostCall* host, const std::function<Status()>& run) {
+  if (watch_ == nullptr) return run();
+  watch_->begin(host->tag);
+  host->progress = watch_->progress();
+  Status s = run();
+  watch_->end();
+  return s;
+}
+
 Status HostEngine::finish(Status s) {
   Status connect = fifos_->takeError();
   if (!connect.isOk()) s = connect;
-  if (!s.isOk()) closeConnections();
+  // A call the watchdog ended keeps its connections: the peers stuck with it then report from
+  // their own watchdogs instead of ending at once on "rank N gave up" (they close on destroy).
+  Status report;
+  if (!s.isOk() && !(watch_ != nullptr && watch_->stalled(&report))) closeConnections();
   return s;
 }
 
@@ -298,7 +311,9 @@ Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
   host.abort = abort_;
   host.tag.kind = exec::kP2pTagKind;
   host.describeTag = describeTag;
-  return finish(exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, *fifos_, pool_));
+  return finish(watched(&host, [&] {
+    return exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, *fifos_, pool_);
+  }));
 }
 
 Status HostEngine::run(const CollRequest& r) {
@@ -318,7 +333,7 @@ Status HostEngine::run(const CollRequest& r) {
   host.abort = abort_;
   host.tag = collectiveTag(r, ++collectives_);
   host.describeTag = describeTag;
-  return finish(exec::runHostCall(geometry_, call, host, *fifos_, pool_));
+  return finish(watched(&host, [&] { return exec::runHostCall(geometry_, call, host, *fifos_, pool_); }));
 }
 
 }  // namespace braid::core

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -23,6 +24,8 @@
 #include "tune/tuner.h"
 
 namespace braid::core {
+
+class CallWatch;
 
 /// One collective call as the API received it.
 struct CollRequest {
@@ -88,6 +91,13 @@ class HostEngine {
   /// this rank (after a failed call, and on abort).
   void closeConnections();
 
+  /// BRAID_TIMEOUT: every call from now on tells `watch` when it begins and ends and what its FIFO
+  /// steps do (core/watchdog.h). Set once at init, before the first call.
+  void setWatch(CallWatch* watch) { watch_ = watch; }
+
+  /// "broadcast #12 (1000 x float32, root 3)", "allreduce #3 (7 x int8, max)", "send/recv".
+  static std::string describeTag(const transport::CallTag& tag);
+
   /// Runs a collective on host buffers; returns when this rank's part is complete.
   Status run(const CollRequest& request);
 
@@ -123,6 +133,9 @@ class HostEngine {
   transport::NetTransport network_;
   std::unique_ptr<Fifos> fifos_;
   exec::WorkerPool pool_;
+  Status watched(exec::HostCall* host, const std::function<Status()>& run);
+
+  CallWatch* watch_ = nullptr;
   std::mutex callMu_;         // one call at a time on a communicator
   uint32_t collectives_ = 0;  // collective calls so far (under callMu_): the number in each slot's call tag
 };

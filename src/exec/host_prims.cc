@@ -22,7 +22,9 @@ bool HostPrims::takeRecv(size_t bytes, const char** slots) {
   for (int i = 0; i < nRecv_; ++i) {
     size_t got = 0;
     transport::CallTag theirs;
+    if (call_.progress != nullptr) call_.progress->waitingOn.store(recvPeer_[i], std::memory_order_relaxed);
     slots[i] = recv_[i] == nullptr ? nullptr : recv_[i]->waitReadable(&got, stepStop(), &theirs);
+    if (call_.progress != nullptr) call_.progress->steps.fetch_add(1, std::memory_order_relaxed);
     if (slots[i] != nullptr && theirs != call_.tag) {
       failMismatch(recvPeer_[i], theirs);
       return false;
@@ -78,7 +80,11 @@ void HostPrims::releaseRecv() {
 
 bool HostPrims::takeSend(char** slots) {
   for (int i = 0; i < nSend_; ++i) {
+    if (call_.progress != nullptr && send_[i] != nullptr) {
+      call_.progress->waitingOn.store(send_[i]->peerRank(), std::memory_order_relaxed);
+    }
     slots[i] = send_[i] == nullptr ? nullptr : send_[i]->waitWritable(stepStop());
+    if (call_.progress != nullptr) call_.progress->steps.fetch_add(1, std::memory_order_relaxed);
     if (slots[i] == nullptr) {
       fail(send_[i]);
       return false;

@@ -38,6 +38,13 @@ struct CallFailure {
   transport::CallTag theirs;
 };
 
+/// What a call's FIFO steps tell the progress watchdog (core/watchdog.h) while it runs: relaxed
+/// atomics, one add per slot taken.
+struct CallProgress {
+  std::atomic<uint64_t> steps{0};
+  std::atomic<int> waitingOn{-1};  // the peer of the FIFO last waited on
+};
+
 /// The tag kind of send/recv slots (collectives: 1 + their algo::Coll).
 constexpr uint8_t kP2pTagKind = 0xff;
 
@@ -54,6 +61,7 @@ struct HostCall {
   CallFailure* failure = nullptr;            // the call's: set by the lane that fails, stops the others
   transport::CallTag tag;                    // carried in every slot this rank sends, checked in every one it reads
   std::string (*describeTag)(const transport::CallTag&) = nullptr;  // names a tag in errors
+  CallProgress* progress = nullptr;                                 // the watchdog's (null: off)
 
   transport::StopFlags stop() const {
     return transport::StopFlags{abort, failure != nullptr ? &failure->failed : nullptr};

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <regex>
 #include <string>
@@ -276,6 +277,29 @@ TEST_P(Mismatched, CallsFailNamingBothInsteadOfMixingData) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Mismatched, ::testing::Range(0, 3),
+                         [](const auto& p) { return std::string(kTransports[p.param].name); });
+
+// The progress watchdog across processes (BRAID_TIMEOUT=1): the last rank is stopped (SIGSTOP)
+// before the all-reduce, so no FIFO and no socket tells the others anything. Each of them returns
+// braidTimeout within the timeout + 2 s (the query to the stopped rank waits 1 s), its report
+// naming the stopped rank as not responding.
+class Stalled : public ::testing::TestWithParam<int> {};
+
+TEST_P(Stalled, AStoppedRankIsReportedAsNotResponding) {
+  const TransportCase& t = kTransports[GetParam()];
+  const int n = 3;
+  std::vector<Report> reports = runRanks(
+      n, allRanks(n), "stall", withEnv(t.env, {"BRAID_DEVICE=cpu", "BRAID_TIMEOUT=1", "BRAID_TEST_DELAY_MS=4000"}));
+  ASSERT_EQ(reports.size(), static_cast<size_t>(n - 1));  // the stopped rank is killed, not reported
+  for (const Report& r : reports) {
+    EXPECT_EQ(r.code, braidTimeout) << r.describe();
+    EXPECT_NE(r.msg.find("rank 2: not responding"), std::string::npos) << r.describe();
+    EXPECT_NE(r.msg.find("diagnosis: rank 2 did not answer"), std::string::npos) << r.describe();
+    EXPECT_LT(std::atoi(r.msg.c_str() + std::strlen("took_ms=")), 1000 + 2000) << r.describe();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Stalled, ::testing::Range(0, 3),
                          [](const auto& p) { return std::string(kTransports[p.param].name); });
 
 // BRAID_TOPO_DUMP_FILE: the ranks gather their hosts' topologies through the bootstrap and rank 0

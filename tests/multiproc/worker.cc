@@ -21,6 +21,9 @@
 //                           other rank, destroys its communicator and exits at once; the others
 //                           wait BRAID_TEST_DELAY_MS first, then receive it and check it (the
 //                           sender is gone before they look: its message must still be there)
+//   braid_mp_worker stall   init from the id (host memory, BRAID_TIMEOUT set by the test); the last
+//                           rank stops itself (SIGSTOP; a child of it kills it BRAID_TEST_DELAY_MS
+//                           later) while the others all-reduce; reports what their call returned
 //   (with BRAID_TEST_FROM_ENV=1 every scenario but id initialises from launcher variables instead)
 //
 // After init it exercises the bootstrap (all-gather, barrier, tagged ring send/recv, checked against
@@ -28,6 +31,7 @@
 //   RESULT rank=<r> nranks=<n> code=<braidResult_t> init_ns=<start>,<end> msg=<text>
 #include <braid/braid.h>
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -248,7 +252,7 @@ int main(int argc, char** argv) {
     // multihost tier: ranks in other network namespaces cannot reach a root in the test's).
     r = braidCommInitFromEnv(&comm, nullptr);
   } else if (scenario == "id" || scenario == "split" || scenario == "die" || scenario == "coll" ||
-             scenario == "killcoll" || scenario == "exitrace" || scenario == "mismatch") {
+             scenario == "killcoll" || scenario == "exitrace" || scenario == "mismatch" || scenario == "stall") {
     braidUniqueId id;
     const char* hex = std::getenv("BRAID_TEST_ID");
     if (hex == nullptr || !braid::test::fromHex(hex, &id, sizeof(id))) {
@@ -256,7 +260,7 @@ int main(int argc, char** argv) {
     }
     r = braidCommInitRank(&comm, nranks, id, rank);
   } else {
-    std::fprintf(stderr, "usage: %s id|env|split|die|coll|killcoll|exitrace|mismatch\n", argv[0]);
+    std::fprintf(stderr, "usage: %s id|env|split|die|coll|killcoll|exitrace|mismatch|stall\n", argv[0]);
     return 2;
   }
   int64_t end = nowNs();
@@ -282,6 +286,29 @@ int main(int argc, char** argv) {
     braidDataType_t type = odd && what == "type" ? braidInt32 : braidFloat32;
     braidResult_t rc = braidAllReduce(data.data(), data.data(), data.size(), type, op, comm, nullptr);
     std::string msg = rc == braidSuccess ? "ok" : braidGetLastError();
+    braidCommDestroy(comm);
+    return report(rank, nranks, rc, start, end, msg);
+  }
+  if (scenario == "stall") {
+    if (rank == nranks - 1) {
+      // Stopped, not dead: its sockets and shared memory stay open and its process exists, so only
+      // the watchdog's query (unanswered) tells the others. The child ends it after the test.
+      const pid_t self = getpid();
+      if (fork() == 0) {
+        usleep(static_cast<useconds_t>(envInt("BRAID_TEST_DELAY_MS", 6000)) * 1000);
+        kill(self, SIGKILL);
+        _exit(0);
+      }
+      raise(SIGSTOP);
+      return 0;
+    }
+    std::vector<float> data(4096, 1.0f);
+    const int64_t t0 = nowNs();
+    braidResult_t rc = braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, comm, nullptr);
+    const int64_t tookMs = (nowNs() - t0) / 1000000;
+    std::string msg = rc == braidSuccess ? "ok" : braidGetLastError();
+    std::replace(msg.begin(), msg.end(), '\n', '|');  // one RESULT line
+    msg = "took_ms=" + std::to_string(tookMs) + " " + msg;
     braidCommDestroy(comm);
     return report(rank, nranks, rc, start, end, msg);
   }

@@ -46,6 +46,8 @@ class ThreadRanks {
   ThreadRanks& operator=(const ThreadRanks&) = delete;
 
   int size() const { return static_cast<int>(comms_.size()); }
+  /// The test aborted every communicator itself (braidCommAbort frees them).
+  void markAborted() { aborted_ = true; }
   braidComm_t operator[](int r) const { return comms_[r]; }
 
   /// Runs fn(rank) on one thread per rank and waits for all.

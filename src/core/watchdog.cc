@@ -1,0 +1,423 @@
+#include "core/watchdog.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "net/socket.h"
+
+namespace braid::core {
+
+using Clock = std::chrono::steady_clock;
+
+struct CallWatch::Core {
+  uint64_t commKey = 0;
+  int rank = 0, nranks = 1;
+  WatchSettings settings;
+  std::string (*describeTag)(const transport::CallTag&) = nullptr;
+
+  net::Socket listener;
+  std::vector<net::SocketAddress> peers;  // written once, before `watching`
+  std::atomic<bool> watching{false};
+
+  exec::CallProgress progress;
+  std::atomic<uint64_t> seq{0};
+  std::atomic<int> inCall{0};
+  mutable std::mutex tagMu;
+  transport::CallTag tag;
+
+  // The checker thread's own.
+  uint64_t lastSeq = 0, lastSteps = 0, firedSeq = 0;
+  Clock::time_point lastChange = Clock::now();
+
+  mutable std::mutex stallMu;
+  std::condition_variable stallCv;
+  uint64_t reportingSeq = 0;  // the call whose report is being gathered (abort action)
+  uint64_t stallSeq = 0;      // the call the watchdog ended
+  Status stall;
+
+  std::mutex callbackMu;  // held while onStall runs; the destructor clears it under the lock
+  std::function<void(const Status&)> onStall;
+
+  WatchState snapshot() const {
+    WatchState s;
+    s.magic = kWatchStateMagic;
+    s.rank = rank;
+    s.commKey = commKey;
+    s.seq = seq.load(std::memory_order_acquire);
+    s.steps = progress.steps.load(std::memory_order_relaxed);
+    s.inCall = inCall.load(std::memory_order_acquire);
+    s.waitingOn = progress.waitingOn.load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(tagMu);
+    s.tag = tag;
+    return s;
+  }
+};
+
+namespace {
+
+using Core = CallWatch::Core;
+
+// How long a query may take before its rank counts as not responding; how long a connection to
+// a listener may sit without a whole query before the server drops it.
+constexpr int kQueryMs = 1000;
+constexpr int kIdleConnectionMs = 2000;
+constexpr int kCheckEveryMs = 100;
+constexpr size_t kMaxPending = 64;
+
+// The process's two threads and the watches they serve; they run while any watch exists.
+class Watchdog {
+ public:
+  static Watchdog& get() {
+    static Watchdog* w = new Watchdog;  // never destroyed: the last watch stops the threads
+    return *w;
+  }
+
+  void add(const std::shared_ptr<Core>& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cores_.push_back(c);
+    if (cores_.size() == 1) {
+      running_ = true;
+      server_ = std::thread([this] { serve(); });
+      checker_ = std::thread([this] { check(); });
+    }
+  }
+
+  void remove(const std::shared_ptr<Core>& c) {
+    std::thread server, checker;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cores_.erase(std::remove(cores_.begin(), cores_.end(), c), cores_.end());
+      if (!cores_.empty()) return;
+      running_ = false;
+      server = std::move(server_);
+      checker = std::move(checker_);
+    }
+    wake_.notify_all();
+    if (server.joinable()) server.join();
+    if (checker.joinable()) checker.join();
+  }
+
+ private:
+  std::vector<std::shared_ptr<Core>> cores() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cores_;
+  }
+  bool running() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return running_;
+  }
+
+  struct Pending {
+    net::Socket socket;
+    WatchQuery query;
+    size_t got = 0;
+    Clock::time_point since;
+  };
+
+  // Answers queries on every watch's listener. Junk (a wrong magic, a partial query that stalls)
+  // closes the connection; nothing a connection sends can stop the others being served.
+  void serve() {
+    std::vector<Pending> pending;
+    while (running()) {
+      std::vector<std::shared_ptr<Core>> all = cores();
+      std::vector<pollfd> fds;
+      for (const auto& c : all) fds.push_back({c->listener.valid() ? c->listener.fd() : -1, POLLIN, 0});
+      for (const Pending& p : pending) fds.push_back({p.socket.fd(), POLLIN, 0});
+      net::pollOnce(&fds, kCheckEveryMs, "watchdog listeners").ignore();
+      for (size_t i = 0; i < all.size(); ++i) {
+        if ((fds[i].revents & POLLIN) == 0) continue;
+        net::Socket s;
+        net::SocketAddress from;
+        if (all[i]->listener.tryAccept(&s, &from).isOk() && s.valid() && pending.size() < kMaxPending) {
+          pending.push_back(Pending{std::move(s), WatchQuery{}, 0, Clock::now()});
+        }
+      }
+      for (Pending& p : pending) {
+        size_t done = 0;
+        char* into = reinterpret_cast<char*>(&p.query) + p.got;
+        if (!p.socket.recvSome(into, sizeof(WatchQuery) - p.got, &done).isOk()) {
+          p.socket.close();
+          continue;
+        }
+        p.got += done;
+        if (p.got < sizeof(WatchQuery)) continue;
+        if (p.query.magic == kWatchQueryMagic) answer(all, p);
+        p.socket.close();
+      }
+      const auto now = Clock::now();
+      pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                   [&](const Pending& p) {
+                                     return !p.socket.valid() ||
+                                            now - p.since > std::chrono::milliseconds(kIdleConnectionMs);
+                                   }),
+                    pending.end());
+    }
+  }
+
+  static void answer(const std::vector<std::shared_ptr<Core>>& all, Pending& p) {
+    WatchState s;  // magic 0: no such communicator here
+    for (const auto& c : all) {
+      if (c->commKey == p.query.commKey && c->rank == p.query.rank) s = c->snapshot();
+    }
+    p.socket.sendAll(&s, sizeof(s), net::Deadline::in(kQueryMs, nullptr)).ignore();
+  }
+
+  void check() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (running_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(kCheckEveryMs));
+      if (!running_) break;
+      std::vector<std::shared_ptr<Core>> all = cores_;
+      lock.unlock();
+      for (const auto& c : all) checkOne(*c);
+      lock.lock();
+    }
+  }
+
+  static PeerState ask(const Core& c, int r) {
+    PeerState p;
+    const net::SocketAddress& to = c.peers[r];
+    if (to.port() == 0) {
+      p.kind = PeerState::Kind::kNoWatchdog;
+      return p;
+    }
+    net::Socket s;
+    const net::Deadline deadline = net::Deadline::in(kQueryMs, nullptr);
+    Status st = net::Socket::connect(to, "the watch listener of rank " + std::to_string(r), deadline, &s, false);
+    if (!st.isOk()) {
+      p.kind = st.code() == Code::kRemoteError ? PeerState::Kind::kExited : PeerState::Kind::kNotResponding;
+      return p;
+    }
+    WatchQuery q;
+    q.magic = kWatchQueryMagic;
+    q.rank = r;
+    q.commKey = c.commKey;
+    if (!s.sendAll(&q, sizeof(q), deadline).isOk()) {
+      p.kind = PeerState::Kind::kNotResponding;
+      return p;
+    }
+    st = s.recvAll(&p.state, sizeof(p.state), deadline);
+    if (!st.isOk()) {
+      // A closed connection without an answer: its process is going away; no answer in time: stopped.
+      p.kind = st.code() == Code::kTimeout ? PeerState::Kind::kNotResponding : PeerState::Kind::kExited;
+    } else if (p.state.magic != kWatchStateMagic || p.state.rank != r || p.state.commKey != c.commKey) {
+      p.kind = PeerState::Kind::kExited;  // the communicator is gone from its process
+    }
+    return p;
+  }
+
+  static void checkOne(Core& c) {
+    if (!c.watching.load(std::memory_order_acquire)) return;
+    const auto now = Clock::now();
+    const uint64_t seq = c.seq.load(std::memory_order_acquire);
+    const uint64_t steps = c.progress.steps.load(std::memory_order_relaxed);
+    if (c.inCall.load(std::memory_order_acquire) == 0 || seq != c.lastSeq || steps != c.lastSteps) {
+      c.lastSeq = seq;
+      c.lastSteps = steps;
+      c.lastChange = now;
+      return;
+    }
+    if (c.firedSeq == seq || now - c.lastChange < std::chrono::milliseconds(c.settings.timeoutMs)) return;
+    c.firedSeq = seq;
+    if (c.settings.abortOnStall) {
+      std::lock_guard<std::mutex> lock(c.stallMu);
+      c.reportingSeq = seq;
+    }
+    std::vector<PeerState> ranks(c.nranks);
+    for (int r = 0; r < c.nranks; ++r) {
+      if (r == c.rank) {
+        ranks[r].state = c.snapshot();
+      } else {
+        ranks[r] = ask(c, r);
+      }
+    }
+    const double stalled = std::chrono::duration<double>(Clock::now() - c.lastChange).count();
+    std::string report = stallReport(c.rank, stalled, ranks, c.describeTag);
+    BRAID_WARN(log::Subsys::kColl, report);
+    if (!c.settings.abortOnStall) return;
+    Status s = timeoutError(report);
+    {
+      std::lock_guard<std::mutex> lock(c.stallMu);
+      c.stallSeq = seq;
+      c.stall = s;
+    }
+    c.stallCv.notify_all();
+    std::lock_guard<std::mutex> lock(c.callbackMu);
+    if (c.onStall) c.onStall(s);
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool running_ = false;
+  std::vector<std::shared_ptr<Core>> cores_;
+  std::thread server_, checker_;
+};
+
+std::string callOf(const WatchState& s, std::string (*describeTag)(const transport::CallTag&)) {
+  std::string what = describeTag != nullptr ? describeTag(s.tag) : std::string("a call");
+  return what + " [call " + std::to_string(s.seq) + "]";
+}
+
+}  // namespace
+
+std::string stallReport(int self, double stalledSeconds, const std::vector<PeerState>& ranks,
+                        std::string (*describeTag)(const transport::CallTag&)) {
+  const WatchState& me = ranks[self].state;
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.1f", stalledSeconds);
+  std::string out = "braid watchdog: rank " + std::to_string(self) + " of " + std::to_string(ranks.size()) +
+                    " made no progress for " + secs + " s in " + callOf(me, describeTag) + "\n";
+  std::vector<std::string> behind, finished, gone, silent, other;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const PeerState& p = ranks[r];
+    const WatchState& s = p.state;
+    std::string line = "  rank " + std::to_string(r) + (static_cast<int>(r) == self ? " (this rank)" : "") + ": ";
+    switch (p.kind) {
+      case PeerState::Kind::kNotResponding:
+        line += "not responding";
+        silent.push_back(std::to_string(r));
+        break;
+      case PeerState::Kind::kExited:
+        line += "exited (its communicator is gone)";
+        gone.push_back(std::to_string(r));
+        break;
+      case PeerState::Kind::kNoWatchdog: line += "runs without the watchdog (BRAID_TIMEOUT unset there)"; break;
+      case PeerState::Kind::kAnswered:
+        if (s.seq < me.seq) {
+          line += s.seq == 0 ? "has made no call yet" : "idle after " + callOf(s, describeTag);
+          behind.push_back(std::to_string(r));
+        } else if (s.seq == me.seq && s.inCall == 0) {
+          line += "finished " + callOf(s, describeTag);
+          finished.push_back(std::to_string(r));
+        } else {
+          line += std::string(s.inCall != 0 ? "in " : "idle after ") + callOf(s, describeTag) + ", " +
+                  std::to_string(s.steps) + " step(s)";
+          if (s.inCall != 0 && s.waitingOn >= 0) line += ", waiting for rank " + std::to_string(s.waitingOn);
+          if (s.seq == me.seq && s.tag != me.tag) other.push_back(std::to_string(r));
+          if (s.seq > me.seq) other.push_back(std::to_string(r));
+        }
+        break;
+    }
+    out += line + "\n";
+  }
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
+    return s;
+  };
+  auto ranksWord = [](const std::vector<std::string>& v) { return std::string(v.size() == 1 ? "rank " : "ranks "); };
+  std::string why;
+  if (!gone.empty()) why += ranksWord(gone) + list(gone) + " exited; ";
+  if (!silent.empty()) why += ranksWord(silent) + list(silent) + " did not answer (stopped, or its host is gone); ";
+  if (!behind.empty()) {
+    why += ranksWord(behind) + list(behind) + (behind.size() == 1 ? " has" : " have") + " not reached call " +
+           std::to_string(me.seq) + "; ";
+  }
+  if (!finished.empty()) {
+    why += ranksWord(finished) + list(finished) + (finished.size() == 1 ? " has" : " have") + " finished call " +
+           std::to_string(me.seq) + " while this rank waits in it; ";
+  }
+  if (!other.empty()) {
+    why += "mismatched calls: " + ranksWord(other) + list(other) + (other.size() == 1 ? " is" : " are") +
+           " in another call than " + callOf(me, describeTag) + "; ";
+  }
+  if (why.empty()) why = "every rank is in this call and none moves: a bug in braid (please report it with this); ";
+  why.erase(why.size() - 2);
+  return out + "  diagnosis: " + why;
+}
+
+Status watchSettings(WatchSettings* out) {
+  WatchSettings w;
+  int64_t seconds = param::getInt(param::Id::kTimeout);
+  if (seconds < 0 || seconds > 86400 * 7) {
+    return invalidArgument("BRAID_TIMEOUT=" + std::to_string(seconds) + " must be from 0 (off) to 604800 seconds");
+  }
+  w.timeoutMs = static_cast<int>(seconds * 1000);
+  std::string action = param::getString(param::Id::kTimeoutAction);
+  if (action == "report") {
+    w.abortOnStall = false;
+  } else if (action != "abort") {
+    return invalidArgument("BRAID_TIMEOUT_ACTION='" + action + "' must be report or abort");
+  }
+  *out = w;
+  return Status::ok();
+}
+
+CallWatch::CallWatch(uint64_t commKey, int rank, int nranks, const WatchSettings& settings,
+                     std::string (*describeTag)(const transport::CallTag&), std::function<void(const Status&)> onStall)
+    : core_(std::make_shared<Core>()) {
+  core_->commKey = commKey;
+  core_->rank = rank;
+  core_->nranks = nranks;
+  core_->settings = settings;
+  core_->describeTag = describeTag;
+  core_->onStall = std::move(onStall);
+}
+
+CallWatch::~CallWatch() {
+  {
+    std::lock_guard<std::mutex> lock(core_->callbackMu);
+    core_->onStall = nullptr;
+  }
+  Watchdog::get().remove(core_);
+}
+
+Status CallWatch::listen(const net::SocketAddress& interfaceAddress, uint16_t* port) {
+  net::SocketAddress any = interfaceAddress;
+  any.setPort(0);
+  BRAID_RETURN_IF_ERROR(net::Socket::listen(any, &core_->listener).withContext("the watchdog's listener"));
+  net::SocketAddress bound;
+  BRAID_RETURN_IF_ERROR(core_->listener.localAddress(&bound));
+  *port = bound.port();
+  return Status::ok();
+}
+
+uint16_t CallWatch::port() const {
+  net::SocketAddress bound;
+  return core_->listener.valid() && core_->listener.localAddress(&bound).isOk() ? bound.port() : 0;
+}
+
+void CallWatch::setPeers(std::vector<net::SocketAddress> listeners) {
+  core_->peers = std::move(listeners);
+  core_->watching.store(true, std::memory_order_release);
+  Watchdog::get().add(core_);  // from now on its threads read the listener and the peers
+}
+
+void CallWatch::begin(const transport::CallTag& tag) {
+  {
+    std::lock_guard<std::mutex> lock(core_->tagMu);
+    core_->tag = tag;
+  }
+  core_->progress.steps.store(0, std::memory_order_relaxed);
+  core_->progress.waitingOn.store(-1, std::memory_order_relaxed);
+  core_->seq.fetch_add(1, std::memory_order_acq_rel);
+  core_->inCall.store(1, std::memory_order_release);
+}
+
+void CallWatch::end() { core_->inCall.store(0, std::memory_order_release); }
+
+exec::CallProgress* CallWatch::progress() { return &core_->progress; }
+
+bool CallWatch::stalled(Status* report) const {
+  Core& c = *core_;
+  const uint64_t seq = c.seq.load(std::memory_order_acquire);
+  std::unique_lock<std::mutex> lock(c.stallMu);
+  // A peer's watchdog may have ended its call first, and so this one's (its connections closed)
+  // while this rank's report is still being gathered: wait for it (each query is bounded).
+  const auto gathering = std::chrono::milliseconds(kQueryMs * (c.nranks + 1));
+  c.stallCv.wait_for(lock, gathering, [&] { return c.reportingSeq != seq || c.stallSeq == seq; });
+  if (c.stallSeq == 0 || c.stallSeq != seq) return false;
+  *report = c.stall;
+  return true;
+}
+
+}  // namespace braid::core
