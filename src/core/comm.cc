@@ -440,7 +440,8 @@ Status Comm::runGpuP2p(const std::vector<P2pRequest>& requests) {
 }
 
 Status Comm::checkUsable() const {
-  if (aborted()) return invalidUsage("the communicator was aborted");
+  // A communicator the watchdog failed is also aborted: its report says more than "aborted".
+  if (aborted() && state() != State::kFailed) return invalidUsage("the communicator was aborted");
   switch (state()) {
     case State::kReady: return Status::ok();
     case State::kInitializing:

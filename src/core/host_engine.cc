@@ -214,6 +214,9 @@ Status HostEngine::setPeers(std::vector<Peer> peers) {
 void HostEngine::closeConnections() { fifos_->closeAll(rank_); }
 
 HostEngine::~HostEngine() {
+  // A call the watchdog ended left its connections open for the peers' own reports; the peers
+  // still waiting on them (one without the watchdog, say) stop now, naming this rank.
+  if (openAfterStall_) closeConnections();
   fifos_.reset();  // this rank's segments first (a sender's unread slots keep their names)
   // This rank reads no more: what a sender left for it that it never attached goes too.
   if (std::find(paths_.begin(), paths_.end(), Path::kShm) != paths_.end()) {
@@ -270,9 +273,13 @@ Status HostEngine::finish(Status s) {
   Status connect = fifos_->takeError();
   if (!connect.isOk()) s = connect;
   // A call the watchdog ended keeps its connections: the peers stuck with it then report from
-  // their own watchdogs instead of ending at once on "rank N gave up" (they close on destroy).
+  // their own watchdogs instead of ending at once on "rank N gave up" (closed on destroy).
   Status report;
-  if (!s.isOk() && !(watch_ != nullptr && watch_->stalled(&report))) closeConnections();
+  if (!s.isOk() && watch_ != nullptr && watch_->stalled(&report)) {
+    openAfterStall_ = true;
+  } else if (!s.isOk()) {
+    closeConnections();
+  }
   return s;
 }
 

@@ -136,8 +136,9 @@ class HostEngine {
   Status watched(exec::HostCall* host, const std::function<Status()>& run);
 
   CallWatch* watch_ = nullptr;
-  std::mutex callMu_;         // one call at a time on a communicator
-  uint32_t collectives_ = 0;  // collective calls so far (under callMu_): the number in each slot's call tag
+  bool openAfterStall_ = false;  // the watchdog ended a call; its connections close on destroy
+  std::mutex callMu_;            // one call at a time on a communicator
+  uint32_t collectives_ = 0;     // collective calls so far (under callMu_): the number in each slot's call tag
 };
 
 }  // namespace braid::core

@@ -33,6 +33,7 @@ struct CallWatch::Core {
   std::atomic<int> inCall{0};
   mutable std::mutex tagMu;
   transport::CallTag tag;
+  uint32_t collectives = 0;  // collectives begun (under tagMu)
 
   // The checker thread's own.
   uint64_t lastSeq = 0, lastSteps = 0, firedSeq = 0;
@@ -47,16 +48,18 @@ struct CallWatch::Core {
   std::mutex callbackMu;  // held while onStall runs; the destructor clears it under the lock
   std::function<void(const Status&)> onStall;
 
+  // One call's fields together: begin() writes the tag and the number under tagMu.
   WatchState snapshot() const {
     WatchState s;
     s.magic = kWatchStateMagic;
     s.rank = rank;
     s.commKey = commKey;
+    std::lock_guard<std::mutex> lock(tagMu);
     s.seq = seq.load(std::memory_order_acquire);
+    s.collectives = collectives;
     s.steps = progress.steps.load(std::memory_order_relaxed);
     s.inCall = inCall.load(std::memory_order_acquire);
     s.waitingOn = progress.waitingOn.load(std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(tagMu);
     s.tag = tag;
     return s;
   }
@@ -81,7 +84,10 @@ class Watchdog {
     return *w;
   }
 
+  // life_ orders a start after the stop before it has joined its threads: a watch made while the
+  // last one is going away starts a fresh pair instead of reviving the old (which its join waits for).
   void add(const std::shared_ptr<Core>& c) {
+    std::lock_guard<std::mutex> life(life_);
     std::lock_guard<std::mutex> lock(mu_);
     cores_.push_back(c);
     if (cores_.size() == 1) {
@@ -92,6 +98,7 @@ class Watchdog {
   }
 
   void remove(const std::shared_ptr<Core>& c) {
+    std::lock_guard<std::mutex> life(life_);
     std::thread server, checker;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -137,9 +144,13 @@ class Watchdog {
         if ((fds[i].revents & POLLIN) == 0) continue;
         net::Socket s;
         net::SocketAddress from;
-        if (all[i]->listener.tryAccept(&s, &from).isOk() && s.valid() && pending.size() < kMaxPending) {
-          pending.push_back(Pending{std::move(s), WatchQuery{}, 0, Clock::now()});
+        if (!all[i]->listener.tryAccept(&s, &from).isOk()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of descriptors: no busy loop
+          continue;
         }
+        if (!s.valid()) continue;
+        if (pending.size() >= kMaxPending) pending.erase(pending.begin());  // the oldest goes
+        pending.push_back(Pending{std::move(s), WatchQuery{}, 0, Clock::now()});
       }
       for (Pending& p : pending) {
         size_t done = 0;
@@ -207,8 +218,8 @@ class Watchdog {
     }
     st = s.recvAll(&p.state, sizeof(p.state), deadline);
     if (!st.isOk()) {
-      // A closed connection without an answer: its process is going away; no answer in time: stopped.
-      p.kind = st.code() == Code::kTimeout ? PeerState::Kind::kNotResponding : PeerState::Kind::kExited;
+      // No answer (in time, or a connection closed first): an exited rank's port refuses instead.
+      p.kind = PeerState::Kind::kNotResponding;
     } else if (p.state.magic != kWatchStateMagic || p.state.rank != r || p.state.commKey != c.commKey) {
       p.kind = PeerState::Kind::kExited;  // the communicator is gone from its process
     }
@@ -232,29 +243,49 @@ class Watchdog {
       std::lock_guard<std::mutex> lock(c.stallMu);
       c.reportingSeq = seq;
     }
-    std::vector<PeerState> ranks(c.nranks);
-    for (int r = 0; r < c.nranks; ++r) {
-      if (r == c.rank) {
-        ranks[r].state = c.snapshot();
-      } else {
-        ranks[r] = ask(c, r);
-      }
-    }
     const double stalled = std::chrono::duration<double>(Clock::now() - c.lastChange).count();
+    std::vector<PeerState> ranks = gather(c);
     std::string report = stallReport(c.rank, stalled, ranks, c.describeTag);
-    BRAID_WARN(log::Subsys::kColl, report);
-    if (!c.settings.abortOnStall) return;
-    Status s = timeoutError(report);
-    {
-      std::lock_guard<std::mutex> lock(c.stallMu);
-      c.stallSeq = seq;
-      c.stall = s;
+    std::unique_lock<std::mutex> lock(c.stallMu);
+    c.reportingSeq = 0;
+    // The call may have moved on while the peers were asked: then there is nothing to report.
+    if (c.seq.load(std::memory_order_acquire) != seq || c.inCall.load(std::memory_order_acquire) == 0 ||
+        c.progress.steps.load(std::memory_order_relaxed) != steps) {
+      lock.unlock();
+      c.stallCv.notify_all();
+      return;
     }
+    BRAID_WARN(log::Subsys::kColl, report);
+    if (c.settings.abortOnStall) {
+      // Under stallMu: end() takes it too, so the call cannot finish between this check and the abort.
+      c.stallSeq = seq;
+      c.stall = timeoutError(report);
+      std::lock_guard<std::mutex> callback(c.callbackMu);
+      if (c.onStall) c.onStall(c.stall);
+    }
+    lock.unlock();
     c.stallCv.notify_all();
-    std::lock_guard<std::mutex> lock(c.callbackMu);
-    if (c.onStall) c.onStall(s);
   }
 
+  // Every rank's state, the peers asked at once (each query bounded by kQueryMs).
+  static std::vector<PeerState> gather(const Core& c) {
+    std::vector<PeerState> ranks(c.nranks);
+    constexpr int kAtOnce = 32;
+    for (int first = 0; first < c.nranks; first += kAtOnce) {
+      std::vector<std::thread> asking;
+      for (int r = first; r < std::min(c.nranks, first + kAtOnce); ++r) {
+        if (r == c.rank) {
+          ranks[r].state = c.snapshot();
+        } else {
+          asking.emplace_back([&c, &ranks, r] { ranks[r] = ask(c, r); });
+        }
+      }
+      for (std::thread& t : asking) t.join();
+    }
+    return ranks;
+  }
+
+  std::mutex life_;  // held by add and remove, never by the threads
   std::mutex mu_;
   std::condition_variable wake_;
   bool running_ = false;
@@ -272,65 +303,83 @@ std::string callOf(const WatchState& s, std::string (*describeTag)(const transpo
 std::string stallReport(int self, double stalledSeconds, const std::vector<PeerState>& ranks,
                         std::string (*describeTag)(const transport::CallTag&)) {
   const WatchState& me = ranks[self].state;
+  const bool meP2p = me.tag.kind == exec::kP2pTagKind;
+  const std::string mine = callOf(me, describeTag);
   char secs[32];
   std::snprintf(secs, sizeof(secs), "%.1f", stalledSeconds);
   std::string out = "braid watchdog: rank " + std::to_string(self) + " of " + std::to_string(ranks.size()) +
-                    " made no progress for " + secs + " s in " + callOf(me, describeTag) + "\n";
-  std::vector<std::string> behind, finished, gone, silent, other;
+                    " made no progress for " + secs + " s in " + mine + "\n";
+  // Collectives are compared by their number (every rank makes each one); send/recv groups only
+  // by whether a rank is in one (ranks make different numbers of them).
+  std::vector<std::string> behind, finished, gone, silent, other, idlePeer;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const PeerState& p = ranks[r];
     const WatchState& s = p.state;
-    std::string line = "  rank " + std::to_string(r) + (static_cast<int>(r) == self ? " (this rank)" : "") + ": ";
-    switch (p.kind) {
-      case PeerState::Kind::kNotResponding:
-        line += "not responding";
-        silent.push_back(std::to_string(r));
-        break;
-      case PeerState::Kind::kExited:
-        line += "exited (its communicator is gone)";
-        gone.push_back(std::to_string(r));
-        break;
-      case PeerState::Kind::kNoWatchdog: line += "runs without the watchdog (BRAID_TIMEOUT unset there)"; break;
-      case PeerState::Kind::kAnswered:
-        if (s.seq < me.seq) {
-          line += s.seq == 0 ? "has made no call yet" : "idle after " + callOf(s, describeTag);
-          behind.push_back(std::to_string(r));
-        } else if (s.seq == me.seq && s.inCall == 0) {
-          line += "finished " + callOf(s, describeTag);
-          finished.push_back(std::to_string(r));
-        } else {
-          line += std::string(s.inCall != 0 ? "in " : "idle after ") + callOf(s, describeTag) + ", " +
-                  std::to_string(s.steps) + " step(s)";
-          if (s.inCall != 0 && s.waitingOn >= 0) line += ", waiting for rank " + std::to_string(s.waitingOn);
-          if (s.seq == me.seq && s.tag != me.tag) other.push_back(std::to_string(r));
-          if (s.seq > me.seq) other.push_back(std::to_string(r));
-        }
-        break;
+    const std::string name = std::to_string(r);
+    std::string line = "  rank " + name + (static_cast<int>(r) == self ? " (this rank)" : "") + ": ";
+    if (p.kind == PeerState::Kind::kNotResponding) {
+      out += line + "not responding\n";
+      silent.push_back(name);
+      continue;
+    }
+    if (p.kind == PeerState::Kind::kExited) {
+      out += line + "exited (its communicator is gone)\n";
+      gone.push_back(name);
+      continue;
+    }
+    if (p.kind == PeerState::Kind::kNoWatchdog) {
+      out += line + "runs without the watchdog (BRAID_TIMEOUT unset there)\n";
+      continue;
+    }
+    if (s.seq == 0) {
+      line += "has made no call yet";
+    } else {
+      line += std::string(s.inCall != 0 ? "in " : "idle after ") + callOf(s, describeTag);
+      if (s.inCall != 0) line += ", " + std::to_string(s.steps) + " step(s)";
+      if (s.inCall != 0 && s.waitingOn >= 0) line += ", waiting for rank " + std::to_string(s.waitingOn);
     }
     out += line + "\n";
+    if (static_cast<int>(r) == self) continue;
+    const bool inP2p = s.inCall != 0 && s.tag.kind == exec::kP2pTagKind;
+    const bool inColl = s.inCall != 0 && !inP2p;
+    if (meP2p) {
+      if (inColl) other.push_back(name);
+      if (s.inCall == 0 && static_cast<int>(r) == me.waitingOn) idlePeer.push_back(name);
+    } else if (s.collectives < me.collectives) {
+      (inP2p ? other : behind).push_back(name);
+    } else if (s.collectives == me.collectives) {
+      if (s.tag.kind != exec::kP2pTagKind && s.tag != me.tag) {
+        other.push_back(name);
+      } else if (s.inCall == 0 || inP2p) {
+        finished.push_back(name);
+      }
+    } else {
+      other.push_back(name);  // past this collective: it made one more than this rank
+    }
   }
   auto list = [](const std::vector<std::string>& v) {
-    std::string s;
+    std::string s = v.size() == 1 ? "rank " : "ranks ";
     for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
     return s;
   };
-  auto ranksWord = [](const std::vector<std::string>& v) { return std::string(v.size() == 1 ? "rank " : "ranks "); };
+  const std::string myCall = describeTag != nullptr ? describeTag(me.tag) : std::string("this call");
   std::string why;
-  if (!gone.empty()) why += ranksWord(gone) + list(gone) + " exited; ";
-  if (!silent.empty()) why += ranksWord(silent) + list(silent) + " did not answer (stopped, or its host is gone); ";
-  if (!behind.empty()) {
-    why += ranksWord(behind) + list(behind) + (behind.size() == 1 ? " has" : " have") + " not reached call " +
-           std::to_string(me.seq) + "; ";
-  }
+  if (!gone.empty()) why += list(gone) + " exited; ";
+  if (!silent.empty()) why += list(silent) + " did not answer (stopped, or its host is gone); ";
+  if (!behind.empty()) why += list(behind) + (behind.size() == 1 ? " has" : " have") + " not reached " + myCall + "; ";
   if (!finished.empty()) {
-    why += ranksWord(finished) + list(finished) + (finished.size() == 1 ? " has" : " have") + " finished call " +
-           std::to_string(me.seq) + " while this rank waits in it; ";
+    why += list(finished) + (finished.size() == 1 ? " has" : " have") + " finished " + myCall +
+           " while this rank waits in it; ";
   }
   if (!other.empty()) {
-    why += "mismatched calls: " + ranksWord(other) + list(other) + (other.size() == 1 ? " is" : " are") +
-           " in another call than " + callOf(me, describeTag) + "; ";
+    why += "mismatched calls: " + list(other) + (other.size() == 1 ? " is" : " are") + " in another call than " + mine +
+           "; ";
   }
-  if (why.empty()) why = "every rank is in this call and none moves: a bug in braid (please report it with this); ";
+  if (!idlePeer.empty()) why += list(idlePeer) + ", which this rank waits for, is in no call; ";
+  if (why.empty()) {
+    why = meP2p ? "every rank it waits for is in send/recv: the sends and receives do not pair up (or a bug in braid); "
+                : "every rank is in this call and none moves: a bug in braid (please report it with this); ";
+  }
   why.erase(why.size() - 2);
   return out + "  diagnosis: " + why;
 }
@@ -393,17 +442,20 @@ void CallWatch::setPeers(std::vector<net::SocketAddress> listeners) {
 }
 
 void CallWatch::begin(const transport::CallTag& tag) {
-  {
-    std::lock_guard<std::mutex> lock(core_->tagMu);
-    core_->tag = tag;
-  }
-  core_->progress.steps.store(0, std::memory_order_relaxed);
-  core_->progress.waitingOn.store(-1, std::memory_order_relaxed);
-  core_->seq.fetch_add(1, std::memory_order_acq_rel);
-  core_->inCall.store(1, std::memory_order_release);
+  Core& c = *core_;
+  c.progress.steps.store(0, std::memory_order_relaxed);
+  c.progress.waitingOn.store(-1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(c.tagMu);
+  c.tag = tag;
+  if (tag.kind != exec::kP2pTagKind) ++c.collectives;
+  c.seq.fetch_add(1, std::memory_order_acq_rel);
+  c.inCall.store(1, std::memory_order_release);
 }
 
-void CallWatch::end() { core_->inCall.store(0, std::memory_order_release); }
+void CallWatch::end() {
+  std::lock_guard<std::mutex> lock(core_->stallMu);
+  core_->inCall.store(0, std::memory_order_release);
+}
 
 exec::CallProgress* CallWatch::progress() { return &core_->progress; }
 
@@ -413,7 +465,7 @@ bool CallWatch::stalled(Status* report) const {
   std::unique_lock<std::mutex> lock(c.stallMu);
   // A peer's watchdog may have ended its call first, and so this one's (its connections closed)
   // while this rank's report is still being gathered: wait for it (each query is bounded).
-  const auto gathering = std::chrono::milliseconds(kQueryMs * (c.nranks + 1));
+  const auto gathering = std::chrono::milliseconds(kQueryMs * (c.nranks / 32 + 2));
   c.stallCv.wait_for(lock, gathering, [&] { return c.reportingSeq != seq || c.stallSeq == seq; });
   if (c.stallSeq == 0 || c.stallSeq != seq) return false;
   *report = c.stall;

@@ -35,13 +35,15 @@ struct WatchState {
   uint32_t magic = 0;
   int32_t rank = -1;
   uint64_t commKey = 0;
-  uint64_t seq = 0;        // calls begun on the communicator (collectives and send/recv groups), from 1
-  uint64_t steps = 0;      // FIFO steps taken in the current call
-  int32_t inCall = 0;      // 1 while a call runs
-  int32_t waitingOn = -1;  // the peer whose FIFO its last wait was on (-1: none yet)
-  transport::CallTag tag;  // the current (or last) call
+  uint64_t seq = 0;          // calls begun on the communicator (collectives and send/recv groups), from 1
+  uint64_t steps = 0;        // FIFO steps taken in the current call
+  int32_t inCall = 0;        // 1 while a call runs
+  int32_t waitingOn = -1;    // the peer whose FIFO its last wait was on (-1: none yet)
+  transport::CallTag tag;    // the current (or last) call
+  uint32_t collectives = 0;  // collectives begun (send/recv groups are not counted: ranks differ)
+  uint32_t reserved = 0;
 };
-static_assert(sizeof(WatchState) == 64, "WatchState crosses sockets byte for byte");
+static_assert(sizeof(WatchState) == 72, "WatchState crosses sockets byte for byte");
 
 /// A query: magic, the communicator's key and the rank asked for.
 struct WatchQuery {
@@ -61,7 +63,7 @@ struct PeerState {
 };
 
 /// Reads the report and its diagnosis from every rank's state (index = rank; `self` is this rank).
-/// Pure, for the unit tests: e.g. "rank 2 has not reached call #3 (its last was #2, finished)".
+/// Pure, for the unit tests: e.g. "diagnosis: rank 2 has not reached allreduce #5 (64 x float32, sum)".
 std::string stallReport(int self, double stalledSeconds, const std::vector<PeerState>& ranks,
                         std::string (*describeTag)(const transport::CallTag&));
 

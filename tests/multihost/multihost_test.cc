@@ -4,9 +4,13 @@
 //
 // Where namespaces cannot be made the tests skip and say why (not root; a kernel that refuses them);
 // any other failure to make them fails. CI runs as root, and .ci/run fails if this tier skipped.
+#include <braid/braid.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -199,6 +203,23 @@ TEST_F(Multihost, KilledRankDuringAHierarchicalAllReduceFailsTheOthersPromptly) 
     EXPECT_NE(r.msg.find("rank "), std::string::npos) << r.describe();
   }
   EXPECT_LT(job.seconds, 20.0) << "the survivors took " << job.seconds << " s to fail";
+}
+
+// The progress watchdog across hosts (BRAID_TIMEOUT=1): the rank on the third host stops
+// (SIGSTOP) before the all-reduce; its sockets stay open, so only the watchdog's unanswered query
+// tells the others. Each returns braidTimeout naming it as not responding, within timeout + 2 s.
+TEST_F(Multihost, AStoppedRankOnAnotherHostIsReportedAsNotResponding) {
+  make(3);
+  if (!net_) return;
+  Job job = runJob(*net_, 1, "stall", {"BRAID_TIMEOUT=1", "BRAID_TEST_DELAY_MS=4000"});
+  ASSERT_EQ(job.reports.size(), 2u) << outputs(job);  // the stopped rank is killed, not reported
+  for (const Report& r : job.reports) {
+    EXPECT_EQ(r.code, braidTimeout) << r.describe();
+    EXPECT_NE(r.msg.find("rank 2: not responding"), std::string::npos) << r.describe();
+    EXPECT_NE(r.msg.find("diagnosis: rank 2 did not answer"), std::string::npos) << r.describe();
+    EXPECT_LT(std::atoi(r.msg.c_str() + std::strlen("took_ms=")), 1000 + 2000) << r.describe();
+    std::printf("rank %d: %s\n", r.rank, r.msg.c_str());
+  }
 }
 
 // BRAID_SOCKET_IFNAME picks among two interfaces: with eth1 (a dead end) present on every host,
