@@ -35,20 +35,26 @@ std::string sizesText(const std::vector<int>& sizes) {
 
 void proveAll(const Geometry& g, const std::string& what, bool full) {
   const int n = static_cast<int>(g.ringOrder.size());
-  for (Coll coll : {Coll::kAllReduce, Coll::kAllGather}) {
-    for (int channels = 1; channels <= 3; ++channels) {
-      for (size_t chunk : {size_t{1}, size_t{3}}) {
-        if (!full && chunk == 1) continue;
-        const size_t round = chunk * static_cast<size_t>(channels) * g.mostOnAHost;
-        for (size_t count : {size_t{0}, size_t{1}, round - 1, 2 * round + 5, size_t(n) * 7 + 3}) {
-          for (bool post : {false, true}) {
-            if (post && coll == Coll::kAllGather) continue;
-            for (int slots : {2, 8}) {
-              if (slots == 8 && (channels > 1 || !full)) continue;
-              CallShape call{coll, Algo::kHier, count, 0, channels, chunk, post};
-              ProofResult r = proveCollective(g, call, slots);
-              ASSERT_TRUE(r.ok) << collName(coll) << " " << what << " channels=" << channels << " chunk=" << chunk
-                                << " count=" << count << " post=" << post << " slots=" << slots << ": " << r.error;
+  for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast}) {
+    const bool rooted = coll == Coll::kBroadcast;
+    for (int root : {0, n - 1, n / 2}) {
+      if (!rooted && root != 0) continue;
+      if (rooted && !full && root == n / 2) continue;
+      for (int channels = 1; channels <= 3; ++channels) {
+        for (size_t chunk : {size_t{1}, size_t{3}}) {
+          if (!full && chunk == 1) continue;
+          const size_t round = chunk * static_cast<size_t>(channels) * g.mostOnAHost;
+          for (size_t count : {size_t{0}, size_t{1}, round - 1, 2 * round + 5, size_t(n) * 7 + 3}) {
+            for (bool post : {false, true}) {
+              if (post && coll != Coll::kAllReduce) continue;
+              for (int slots : {2, 8}) {
+                if (slots == 8 && (channels > 1 || !full)) continue;
+                CallShape call{coll, Algo::kHier, count, root, channels, chunk, post};
+                ProofResult r = proveCollective(g, call, slots);
+                ASSERT_TRUE(r.ok) << collName(coll) << " " << what << " root=" << root << " channels=" << channels
+                                  << " chunk=" << chunk << " count=" << count << " post=" << post << " slots=" << slots
+                                  << ": " << r.error;
+              }
             }
           }
         }
@@ -108,7 +114,7 @@ TEST(HierTrace, StepsMatchTheCostModel) {
     for (int perHost = 1; perHost <= 6; ++perHost) {
       Geometry g = levelled(hostsOfSizes(std::vector<int>(hosts, perHost)));
       const size_t count = static_cast<size_t>(perHost) * hosts * kAlignElems;
-      for (Coll coll : {Coll::kAllReduce, Coll::kAllGather}) {
+      for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast}) {
         TraceResult t = traceCollective(g, CallShape{coll, Algo::kHier, count, 0, 1, count, false}, 8);
         ASSERT_TRUE(t.ok) << t.error;
         EXPECT_EQ(t.steps, tune::hierSteps(coll, hosts, perHost)) << collName(coll) << " " << hosts << " x " << perHost;
