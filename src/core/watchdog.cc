@@ -1,6 +1,7 @@
 #include "core/watchdog.h"
 
 #include <poll.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -76,6 +77,11 @@ constexpr int kIdleConnectionMs = 2000;
 constexpr int kCheckEveryMs = 100;
 constexpr size_t kMaxPending = 64;
 
+// SIGUSR1 while the watchdog runs (where the program left SIGUSR1 at its default, which would
+// kill it): every watched communicator's report on request, logged, nothing failed.
+std::atomic<bool> dumpRequested{false};
+void onDumpSignal(int) { dumpRequested.store(true, std::memory_order_relaxed); }
+
 // The process's two threads and the watches they serve; they run while any watch exists.
 class Watchdog {
  public:
@@ -92,6 +98,14 @@ class Watchdog {
     cores_.push_back(c);
     if (cores_.size() == 1) {
       running_ = true;
+      struct sigaction now {};
+      if (sigaction(SIGUSR1, nullptr, &now) == 0 && now.sa_handler == SIG_DFL) {
+        struct sigaction dump {};
+        dump.sa_handler = onDumpSignal;
+        sigemptyset(&dump.sa_mask);
+        dump.sa_flags = SA_RESTART;
+        dumpSignal_ = sigaction(SIGUSR1, &dump, nullptr) == 0;
+      }
       server_ = std::thread([this] { serve(); });
       checker_ = std::thread([this] { check(); });
     }
@@ -105,6 +119,13 @@ class Watchdog {
       cores_.erase(std::remove(cores_.begin(), cores_.end(), c), cores_.end());
       if (!cores_.empty()) return;
       running_ = false;
+      if (dumpSignal_) {
+        struct sigaction restore {};
+        restore.sa_handler = SIG_DFL;
+        sigemptyset(&restore.sa_mask);
+        sigaction(SIGUSR1, &restore, nullptr);
+        dumpSignal_ = false;
+      }
       server = std::move(server_);
       checker = std::move(checker_);
     }
@@ -189,7 +210,8 @@ class Watchdog {
       if (!running_) break;
       std::vector<std::shared_ptr<Core>> all = cores_;
       lock.unlock();
-      for (const auto& c : all) checkOne(*c);
+      const bool dump = dumpRequested.exchange(false, std::memory_order_relaxed);
+      for (const auto& c : all) dump ? dumpOne(*c) : checkOne(*c);
       lock.lock();
     }
   }
@@ -224,6 +246,12 @@ class Watchdog {
       p.kind = PeerState::Kind::kExited;  // the communicator is gone from its process
     }
     return p;
+  }
+
+  static void dumpOne(const Core& c) {
+    if (!c.watching.load(std::memory_order_acquire)) return;
+    const double since = std::chrono::duration<double>(Clock::now() - c.lastChange).count();
+    BRAID_WARN(log::Subsys::kColl, stallReport(c.rank, since, gather(c), c.describeTag, true));
   }
 
   static void checkOne(Core& c) {
@@ -289,6 +317,7 @@ class Watchdog {
   std::mutex mu_;
   std::condition_variable wake_;
   bool running_ = false;
+  bool dumpSignal_ = false;  // this watchdog installed the SIGUSR1 handler
   std::vector<std::shared_ptr<Core>> cores_;
   std::thread server_, checker_;
 };
@@ -301,7 +330,7 @@ std::string callOf(const WatchState& s, std::string (*describeTag)(const transpo
 }  // namespace
 
 std::string stallReport(int self, double stalledSeconds, const std::vector<PeerState>& ranks,
-                        std::string (*describeTag)(const transport::CallTag&)) {
+                        std::string (*describeTag)(const transport::CallTag&), bool onRequest) {
   const WatchState& me = ranks[self].state;
   const bool meP2p = me.tag.kind == exec::kP2pTagKind;
   const std::string mine = callOf(me, describeTag);
@@ -309,6 +338,25 @@ std::string stallReport(int self, double stalledSeconds, const std::vector<PeerS
   std::snprintf(secs, sizeof(secs), "%.1f", stalledSeconds);
   std::string out = "braid watchdog: rank " + std::to_string(self) + " of " + std::to_string(ranks.size()) +
                     " made no progress for " + secs + " s in " + mine + "\n";
+  if (onRequest) {
+    out = "braid watchdog, on request (SIGUSR1): rank " + std::to_string(self) + " of " + std::to_string(ranks.size()) +
+          (me.inCall != 0 ? " in " + mine + ", no step for " + secs + " s\n"
+           : me.seq == 0  ? std::string(", no call yet\n")
+                          : ", idle after " + mine + "\n");
+    if (me.inCall == 0) {
+      for (size_t r = 0; r < ranks.size(); ++r) {
+        const WatchState& s = ranks[r].state;
+        out += "  rank " + std::to_string(r) + ": " +
+               (ranks[r].kind == PeerState::Kind::kNotResponding ? std::string("not responding")
+                : ranks[r].kind == PeerState::Kind::kExited      ? std::string("exited")
+                : ranks[r].kind == PeerState::Kind::kNoWatchdog  ? std::string("runs without the watchdog")
+                : s.seq == 0                                     ? std::string("has made no call yet")
+                             : std::string(s.inCall != 0 ? "in " : "idle after ") + callOf(s, describeTag)) +
+               "\n";
+      }
+      return out + "  diagnosis: this rank is between calls";
+    }
+  }
   // Collectives are compared by their number (every rank makes each one); send/recv groups only
   // by whether a rank is in one (ranks make different numbers of them).
   std::vector<std::string> behind, finished, gone, silent, other, idlePeer;

@@ -11,6 +11,8 @@
 //            (the communicator is failed; braidCommGetAsyncError says the same) and its connections
 //            stay open, so that each stuck peer reports from its own watchdog; =report: logged only
 //   server thread (one per process): answers the state queries on every watch's listener
+//   SIGUSR1 (while any watch exists, where the program left SIGUSR1 at its default): every watched
+//        communicator's report on request, logged at WARN, nothing failed
 //
 // With BRAID_TIMEOUT unset or 0 none of this exists: no listener, no thread, no exchange.
 // Host-memory communicators only for now (a GPU call returns before its kernel runs).
@@ -64,8 +66,9 @@ struct PeerState {
 
 /// Reads the report and its diagnosis from every rank's state (index = rank; `self` is this rank).
 /// Pure, for the unit tests: e.g. "diagnosis: rank 2 has not reached allreduce #5 (64 x float32, sum)".
+/// With `onRequest` (SIGUSR1) the first line says so, and a rank between calls is described as such.
 std::string stallReport(int self, double stalledSeconds, const std::vector<PeerState>& ranks,
-                        std::string (*describeTag)(const transport::CallTag&));
+                        std::string (*describeTag)(const transport::CallTag&), bool onRequest = false);
 
 /// BRAID_TIMEOUT / BRAID_TIMEOUT_ACTION, read at init.
 struct WatchSettings {

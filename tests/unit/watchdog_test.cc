@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -289,6 +290,52 @@ TEST(Watchdog, ReportOnlyLogsAndKeepsWaiting) {
   EXPECT_NE(text.str().find("rank 0 of 2 made no progress for"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("diagnosis: rank 1 has not reached allreduce #1 (64 x float32, sum)"), std::string::npos)
       << text.str();
+}
+
+// SIGUSR1 while the watchdog runs: the report of a call still within its timeout is logged, and
+// the call goes on (here until the test aborts it). Once the last watch is gone SIGUSR1 is back at
+// its default.
+TEST(Watchdog, Sigusr1LogsTheReportOnRequest) {
+  const std::string path = "/tmp/braid-watchdog-usr1-" + std::to_string(getpid()) + ".log";
+  setenv("BRAID_DEBUG_FILE", path.c_str(), 1);
+  log::reloadFromEnvironment();
+  {
+    ThreadRanks ranks(2, "ring", {{"BRAID_TIMEOUT", "60"}});
+    struct sigaction now {};
+    ASSERT_EQ(sigaction(SIGUSR1, nullptr, &now), 0);
+    ASSERT_NE(now.sa_handler, SIG_DFL) << "the watchdog did not take SIGUSR1 (raising it would kill the test)";
+    std::vector<float> data(64, 1.0f);
+    std::atomic<bool> done{false};
+    std::thread caller([&] {
+      braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, ranks[0], nullptr);
+      done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    raise(SIGUSR1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    EXPECT_FALSE(done.load());
+    braidResult_t async = braidInternalError;
+    EXPECT_EQ(braidCommGetAsyncError(ranks[0], &async), braidSuccess);
+    EXPECT_EQ(async, braidSuccess);
+    braidCommAbort(ranks[0]);
+    caller.join();
+    braidCommAbort(ranks[1]);
+    ranks.markAborted();
+  }
+  struct sigaction after {};
+  EXPECT_EQ(sigaction(SIGUSR1, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
+  unsetenv("BRAID_DEBUG_FILE");
+  log::reloadFromEnvironment();
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path.c_str());
+  EXPECT_NE(text.str().find("braid watchdog, on request (SIGUSR1): rank 0 of 2 in allreduce #1"), std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("braid watchdog, on request (SIGUSR1): rank 1 of 2, no call yet"), std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("diagnosis: rank 1 has not reached allreduce #1"), std::string::npos) << text.str();
 }
 
 }  // namespace
