@@ -130,6 +130,28 @@ TEST(WatchdogSettings, BadValuesAreErrors) {
   EXPECT_NE(s.message().find("BRAID_TIMEOUT=-3"), std::string::npos);
 }
 
+// The log goes to a file of its own while this lives (BRAID_DEBUG_FILE); text() ends that and
+// returns what was written.
+class LogToFile {
+ public:
+  explicit LogToFile(const std::string& name) : path_("/tmp/braid-" + name + "-" + std::to_string(getpid()) + ".log") {
+    setenv("BRAID_DEBUG_FILE", path_.c_str(), 1);
+    log::reloadFromEnvironment();
+  }
+  std::string text() {
+    unsetenv("BRAID_DEBUG_FILE");
+    log::reloadFromEnvironment();
+    std::ifstream in(path_);
+    std::stringstream all;
+    all << in.rdbuf();
+    std::remove(path_.c_str());
+    return all.str();
+  }
+
+ private:
+  std::string path_;
+};
+
 int threadsOfThisProcess() {
   int n = 0;
   if (DIR* d = opendir("/proc/self/task")) {
@@ -258,9 +280,7 @@ TEST(Watchdog, CallsOnConnectionsThatNeverMeetAreAMismatch) {
 // BRAID_TIMEOUT_ACTION=report: the report is logged and the call keeps waiting (until the test
 // aborts it); the communicator is not failed by the watchdog.
 TEST(Watchdog, ReportOnlyLogsAndKeepsWaiting) {
-  const std::string path = "/tmp/braid-watchdog-" + std::to_string(getpid()) + ".log";
-  setenv("BRAID_DEBUG_FILE", path.c_str(), 1);
-  log::reloadFromEnvironment();
+  LogToFile log("watchdog");
   {
     ThreadRanks ranks(2, "ring", {{"BRAID_TIMEOUT", "1"}, {"BRAID_TIMEOUT_ACTION", "report"}});
     std::vector<float> data(64, 1.0f);
@@ -281,24 +301,16 @@ TEST(Watchdog, ReportOnlyLogsAndKeepsWaiting) {
     braidCommAbort(ranks[1]);
     ranks.markAborted();
   }
-  unsetenv("BRAID_DEBUG_FILE");
-  log::reloadFromEnvironment();
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::remove(path.c_str());
-  EXPECT_NE(text.str().find("rank 0 of 2 made no progress for"), std::string::npos) << text.str();
-  EXPECT_NE(text.str().find("diagnosis: rank 1 has not reached allreduce #1 (64 x float32, sum)"), std::string::npos)
-      << text.str();
+  const std::string text = log.text();
+  EXPECT_NE(text.find("rank 0 of 2 made no progress for"), std::string::npos) << text;
+  EXPECT_NE(text.find("diagnosis: rank 1 has not reached allreduce #1 (64 x float32, sum)"), std::string::npos) << text;
 }
 
 // SIGUSR1 while the watchdog runs: the report of a call still within its timeout is logged, and
 // the call goes on (here until the test aborts it). Once the last watch is gone SIGUSR1 is back at
 // its default.
 TEST(Watchdog, Sigusr1LogsTheReportOnRequest) {
-  const std::string path = "/tmp/braid-watchdog-usr1-" + std::to_string(getpid()) + ".log";
-  setenv("BRAID_DEBUG_FILE", path.c_str(), 1);
-  log::reloadFromEnvironment();
+  LogToFile log("watchdog-usr1");
   {
     ThreadRanks ranks(2, "ring", {{"BRAID_TIMEOUT", "60"}});
     struct sigaction now {};
@@ -325,17 +337,10 @@ TEST(Watchdog, Sigusr1LogsTheReportOnRequest) {
   struct sigaction after {};
   EXPECT_EQ(sigaction(SIGUSR1, nullptr, &after), 0);
   EXPECT_EQ(after.sa_handler, SIG_DFL);
-  unsetenv("BRAID_DEBUG_FILE");
-  log::reloadFromEnvironment();
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::remove(path.c_str());
-  EXPECT_NE(text.str().find("braid watchdog, on request (SIGUSR1): rank 0 of 2 in allreduce #1"), std::string::npos)
-      << text.str();
-  EXPECT_NE(text.str().find("braid watchdog, on request (SIGUSR1): rank 1 of 2, no call yet"), std::string::npos)
-      << text.str();
-  EXPECT_NE(text.str().find("diagnosis: rank 1 has not reached allreduce #1"), std::string::npos) << text.str();
+  const std::string text = log.text();
+  EXPECT_NE(text.find("braid watchdog, on request (SIGUSR1): rank 0 of 2 in allreduce #1"), std::string::npos) << text;
+  EXPECT_NE(text.find("braid watchdog, on request (SIGUSR1): rank 1 of 2, no call yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("diagnosis: rank 1 has not reached allreduce #1"), std::string::npos) << text;
 }
 
 }  // namespace
