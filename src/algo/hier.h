@@ -114,7 +114,6 @@ template <class Backend>
 BRAID_HOST_DEVICE void hierBroadcast(Backend& b, const WorkArgs& w) {
   const HostsView& h = w.hosts;
   const int k = h.size(h.host), me = h.local, hosts = h.n;
-  const Range r = channelRange(w.count, w.channel, w.nChannels);
   int rootHost = 0, rootLocal = 0;
   for (int g = 0; g < hosts; ++g) {
     for (int i = 0; i < h.size(g); ++i) {
@@ -122,43 +121,14 @@ BRAID_HOST_DEVICE void hierBroadcast(Backend& b, const WorkArgs& w) {
     }
   }
   const int src = rootLocal % k;  // this host's member of the root's rail
-  const bool root = w.rank == w.root;
   // 1. across hosts, on the root's rail: rel 0 is the root's host.
   if (me == src && hosts > 1) {
-    const int rel = wrap(h.host - rootHost, hosts);
     const int prev = h.at(wrap(h.host - 1, hosts), rootLocal), next = h.at(wrap(h.host + 1, hosts), rootLocal);
-    const bool recvs = rel > 0, sends = rel < hosts - 1;
-    auto p = b.open(&prev, recvs ? 1 : 0, &next, sends ? 1 : 0, kConnRail);
-    for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
-      const size_t len = minSize(w.chunkElems, r.end - o);
-      if (!recvs)
-        p.copySend(o, o, len);
-      else if (sends)
-        p.recvCopySend(o, len);
-      else
-        p.recv(o, len);
-    }
+    broadcastChain(b, w, prev, next, wrap(h.host - rootHost, hosts), hosts, kConnRail, false);
   }
-  // 2. inside each host, from its rail member (which holds the data in its output by now, or is
-  // the root of a one-host broadcast with the data in its input).
-  const int rel = wrap(me - src, k);
-  const int localPrev = h.at(h.host, me + k - 1), localNext = h.at(h.host, me + 1);
-  const bool recvs = rel > 0, sends = rel < k - 1;
-  if (!recvs && !sends && !(root && hosts == 1)) return;  // one rank here: phase 1 gave it the data
-  auto p = b.open(&localPrev, recvs ? 1 : 0, &localNext, sends ? 1 : 0, kConnLocal);
-  for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
-    const size_t len = minSize(w.chunkElems, r.end - o);
-    if (!recvs && !sends)
-      p.copy(o, o, len, false);  // the only rank
-    else if (!recvs && hosts == 1)
-      p.copySend(o, o, len);
-    else if (!recvs)
-      p.sendOutput(o, len);
-    else if (sends)
-      p.recvCopySend(o, len);
-    else
-      p.recv(o, len);
-  }
+  // 2. inside each host, from its rail member: it holds the data in its output by now, or (one
+  // host) it is the root, with the data in its input.
+  broadcastChain(b, w, h.at(h.host, me + k - 1), h.at(h.host, me + 1), wrap(me - src, k), k, kConnLocal, hosts > 1);
 }
 
 // Hierarchical all-gather: output[q * count + i] = rank q's input[i].

@@ -108,23 +108,23 @@ BRAID_HOST_DEVICE void ringReduceScatter(Backend& b, const WorkArgs& w) {
   }
 }
 
-/// broadcast: output[i] = root's input[i]. A chain along the ring from the root:
-///   root -> pos+1 -> pos+2 -> ... -> pos+n-1, each chunk pipelined behind the previous one.
+/// One broadcast chain of `length` ranks over the channel's range, this rank at `rel` (0: its
+/// head): the head sends its input (copied to its output on the way) or, with `headFromOutput`,
+/// what its output already holds; the others pass each chunk on, the last only receives it. A
+/// chain of one copies the input to the output (nothing with `headFromOutput`).
 template <class Backend>
-BRAID_HOST_DEVICE void chainBroadcast(Backend& b, const WorkArgs& w) {
-  const RingView& ring = w.ring;
-  const int n = ring.n;
+BRAID_HOST_DEVICE void broadcastChain(Backend& b, const WorkArgs& w, int prev, int next, int rel, int length, int conn,
+                                      bool headFromOutput) {
   const Range r = channelRange(w.count, w.channel, w.nChannels);
-  int rootPos = 0;
-  for (int q = 0; q < n; ++q) rootPos = ring.order[q] == w.root ? q : rootPos;
-  const int rel = wrap(ring.pos - rootPos, n);  // 0 at the root, n-1 at the chain's end
-  int prev = ring.prev(), next = ring.next();
-  const bool sends = rel<n - 1, recvs = rel> 0;
-  auto p = b.open(&prev, recvs ? 1 : 0, &next, sends ? 1 : 0, kConnRing);
+  const bool recvs = rel > 0, sends = rel < length - 1;
+  if (!recvs && !sends && headFromOutput) return;
+  auto p = b.open(&prev, recvs ? 1 : 0, &next, sends ? 1 : 0, conn);
   for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
-    size_t len = minSize(w.chunkElems, r.end - o);
+    const size_t len = minSize(w.chunkElems, r.end - o);
     if (!recvs && !sends)
       p.copy(o, o, len, false);
+    else if (!recvs && headFromOutput)
+      p.sendOutput(o, len);
     else if (!recvs)
       p.copySend(o, o, len);
     else if (sends)
@@ -132,6 +132,18 @@ BRAID_HOST_DEVICE void chainBroadcast(Backend& b, const WorkArgs& w) {
     else
       p.recv(o, len);
   }
+}
+
+/// broadcast: output[i] = root's input[i]. A chain along the ring from the root:
+///   root -> pos+1 -> pos+2 -> ... -> pos+n-1, each chunk pipelined behind the previous one.
+template <class Backend>
+BRAID_HOST_DEVICE void chainBroadcast(Backend& b, const WorkArgs& w) {
+  const RingView& ring = w.ring;
+  const int n = ring.n;
+  int rootPos = 0;
+  for (int q = 0; q < n; ++q) rootPos = ring.order[q] == w.root ? q : rootPos;
+  const int rel = wrap(ring.pos - rootPos, n);  // 0 at the root, n-1 at the chain's end
+  broadcastChain(b, w, ring.prev(), ring.next(), rel, n, kConnRing, false);
 }
 
 /// reduce: on the root, output[i] = op over ranks of input[i]. A chain along the ring that ends
