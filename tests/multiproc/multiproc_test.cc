@@ -282,7 +282,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, Mismatched, ::testing::Range(0, 3),
 // The progress watchdog across processes (BRAID_TIMEOUT=1): the last rank is stopped (SIGSTOP)
 // before the all-reduce, so no FIFO and no socket tells the others anything. Each of them returns
 // braidTimeout within the timeout + 2 s (the query to the stopped rank waits 1 s), its report
-// naming the stopped rank as not responding.
+// naming the stopped rank as not responding; no shared memory is left behind.
 class Stalled : public ::testing::TestWithParam<int> {};
 
 TEST_P(Stalled, AStoppedRankIsReportedAsNotResponding) {
@@ -297,6 +297,9 @@ TEST_P(Stalled, AStoppedRankIsReportedAsNotResponding) {
     EXPECT_NE(r.msg.find("diagnosis: rank 2 did not answer"), std::string::npos) << r.describe();
     EXPECT_LT(std::atoi(r.msg.c_str() + std::strlen("took_ms=")), 1000 + 2000) << r.describe();
   }
+  // The FIFOs to the stopped rank (which never attached them) are gone with the survivors'
+  // communicators: a stalled call's connections are closed on destroy, and closed ones unlinked.
+  EXPECT_EQ(leftoverSegments(reports), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Stalled, ::testing::Range(0, 3),

@@ -290,6 +290,7 @@ int main(int argc, char** argv) {
     return report(rank, nranks, rc, start, end, msg);
   }
   if (scenario == "stall") {
+    std::printf("SHM_PREFIX %s\n", shmPrefix(keyOf(comm)).c_str());
     if (rank == nranks - 1) {
       // Stopped, not dead: its sockets and shared memory stay open and its process exists, so only
       // the watchdog's query (unanswered) tells the others. The child ends it after the test.
