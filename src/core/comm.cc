@@ -252,6 +252,7 @@ Status Comm::connectGpu() {
       bootstrap_->allGather(layouts.data(), sizeof(GpuLayoutSettings)).withContext("exchanging GPU buffer layouts"));
   BRAID_RETURN_IF_ERROR(checkLayoutAgreement(layouts));
   o.commKey = idHash_;
+  o.watch = watch_ != nullptr;
   BRAID_RETURN_IF_ERROR(exec::CudaEngine::create(o, &gpu_));
   std::vector<exec::CudaExport> all(nranks_);
   all[rank_] = gpu_->exported();
@@ -263,6 +264,7 @@ Status Comm::connectGpu() {
   std::vector<int> mapped(nranks_, 1);
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(mapped.data(), sizeof(int)).withContext("GPU connections"));
   gpu_->connected();
+  if (watch_ != nullptr) startGpuWatch();
   // Rank 0 logs the plan now that the tuner knows the one-shot's limits (not when the topology could
   // not be planned: the default ring was warned about).
   if (rank_ == 0 && !plan_.system.hosts.empty()) logPlan(plan_);
@@ -315,17 +317,18 @@ Status Comm::exchangePeerInfo() {
   peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(), transport::NetHandle{}, 0};
   if (host_ != nullptr) {
     BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].netHandle));
-    uint16_t port = 0;
-    BRAID_RETURN_IF_ERROR(startWatch(&port));
-    peers[rank_].watchPort = port;
   }
+  uint16_t port = 0;
+  BRAID_RETURN_IF_ERROR(startWatch(&port));
+  peers[rank_].watchPort = port;
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
-  if (host_ == nullptr) return Status::ok();
   if (watch_ != nullptr) {
-    std::vector<net::SocketAddress> listeners = bootstrap_->peerAddresses();
-    for (int r = 0; r < nranks_; ++r) listeners[r].setPort(static_cast<uint16_t>(peers[r].watchPort));
-    watch_->setPeers(std::move(listeners));
+    watchListeners_ = bootstrap_->peerAddresses();
+    for (int r = 0; r < nranks_; ++r) watchListeners_[r].setPort(static_cast<uint16_t>(peers[r].watchPort));
+    // A GPU communicator's watch starts once its engine exists (connectGpu).
+    if (host_ != nullptr) watch_->setPeers(std::move(watchListeners_));
   }
+  if (host_ == nullptr) return Status::ok();
   std::vector<HostEngine::Peer> info(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     info[r].sameHost = peers[r].host == peers[rank_].host;
@@ -352,6 +355,7 @@ Status Comm::collectives(const std::vector<CollRequest>& requests) {
     if (r.count == 0) continue;
     if (gpu_ != nullptr) {
       calls.push_back(gpuCall(r));
+      calls.back().note = gpuNote(&r);
     } else {
       BRAID_RETURN_IF_ERROR(hostResult(host_->run(r)));
     }
@@ -374,10 +378,45 @@ Status Comm::startWatch(uint16_t* port) {
                                            state_.store(State::kFailed, std::memory_order_release);
                                          }
                                          abortFlag_.store(true, std::memory_order_release);
+                                         if (gpu_ != nullptr) gpu_->abort();  // its kernels give up
                                        });
   BRAID_RETURN_IF_ERROR(watch_->listen(bootstrap_->peerAddresses()[rank_], port));
-  host_->setWatch(watch_.get());
+  if (host_ != nullptr) host_->setWatch(watch_.get());
   return Status::ok();
+}
+
+// BRAID_TIMEOUT on a GPU: the watch reads the engine (which launch runs, where its lanes wait).
+void Comm::startGpuWatch() {
+  exec::CudaEngine* engine = gpu_.get();
+  watch_->setSampler([engine](WatchSample* out) {
+    exec::GpuWatchSample g;
+    engine->watchSample(&g);
+    WatchState& s = out->state;
+    s.seq = g.note.seq;
+    s.collectives = g.note.collectives;
+    s.tag = g.note.tag;
+    s.inCall = g.busy ? 1 : 0;
+    s.steps = g.step;
+    s.waitingOn = g.waitingOn;
+    s.gpu = !g.busy ? 0 : g.notStarted ? 2 : 1;
+    out->progress = g.progress;
+    out->detail = g.detail;
+  });
+  watch_->setPeers(std::move(watchListeners_));
+}
+
+// The call note of a GPU collective or send/recv group (what the watchdog's report names).
+exec::CallNote Comm::gpuNote(const CollRequest* collective) {
+  exec::CallNote n;
+  if (watch_ == nullptr) return n;
+  n.seq = ++gpuCalls_;
+  if (collective != nullptr) {
+    n.tag = collectiveTag(*collective, ++gpuCollectives_);
+  } else {
+    n.tag.kind = exec::kP2pTagKind;
+  }
+  n.collectives = gpuCollectives_;
+  return n;
 }
 
 // A host call's result: the watchdog's report when it ended the call, else as failOnRemoteError.
@@ -436,7 +475,7 @@ Status Comm::runGpuP2p(const std::vector<P2pRequest>& requests) {
     }
   }
   P2pMessages m = p2pMessages(requests);
-  return gpu_->runP2p(std::move(m.sends), std::move(m.recvs), m.sendBase, m.recvBase, stream);
+  return gpu_->runP2p(std::move(m.sends), std::move(m.recvs), m.sendBase, m.recvBase, stream, gpuNote(nullptr));
 }
 
 Status Comm::checkUsable() const {

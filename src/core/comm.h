@@ -71,7 +71,7 @@ class Comm {
   bool aborted() const { return abortFlag_.load(std::memory_order_acquire); }
 
   bootstrap::Bootstrap& bootstrap() { return *bootstrap_; }
-  /// BRAID_TIMEOUT's watch of this rank (null when off, and on GPU communicators).
+  /// BRAID_TIMEOUT's watch of this rank (null when off).
   const CallWatch* watch() const { return watch_.get(); }
 
   /// Runs a collective: on host buffers it returns when done; on a GPU it is queued on
@@ -102,6 +102,8 @@ class Comm {
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status failOnRemoteError(Status s);
   Status startWatch(uint16_t* port);
+  void startGpuWatch();
+  exec::CallNote gpuNote(const CollRequest* collective);
   Status hostResult(Status s);
   void runInit(const bootstrap::UniqueIdBytes& id);
 
@@ -123,14 +125,19 @@ class Comm {
   const bool checkCalls_;
   std::mutex checkMu_;
   uint64_t callSeq_ = 0;
+  // BRAID_TIMEOUT on a GPU: the calls and collectives queued (each launch notes its call), and the
+  // peers' watch listeners until the engine exists (connectGpu starts the watch).
+  uint64_t gpuCalls_ = 0;
+  uint32_t gpuCollectives_ = 0;
+  std::vector<net::SocketAddress> watchListeners_;
 
   std::unique_ptr<HostEngine> host_;       // host-memory communicators
   CommPlan plan_;                          // GPU communicators: machine, rings, tuner
   std::unique_ptr<exec::CudaEngine> gpu_;  // GPU communicators: connections and kernel launch
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::thread initThread_;
-  // BRAID_TIMEOUT (host memory): last, so that it goes first and its callback never outlives the
-  // members it sets.
+  // BRAID_TIMEOUT: last, so that it goes first and its callback and sampler never outlive the
+  // members they use.
   std::unique_ptr<CallWatch> watch_;
 };
 

@@ -112,10 +112,6 @@ class HostEngine::Fifos : public exec::FifoResolver {
   std::atomic<bool> hasError_{false};  // error_ holds one
 };
 
-namespace {
-
-// The tag of collective number `seq`: the fields every rank of it must agree on (root and op only
-// where the collective has them).
 transport::CallTag collectiveTag(const CollRequest& r, uint32_t seq) {
   const bool rooted = r.coll == algo::Coll::kBroadcast || r.coll == algo::Coll::kReduce;
   const bool reduces =
@@ -129,6 +125,8 @@ transport::CallTag collectiveTag(const CollRequest& r, uint32_t seq) {
   t.op = reduces ? static_cast<uint8_t>(r.op) : 0;
   return t;
 }
+
+namespace {
 
 int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(64, param::getInt(param::Id::kChunkBytes))); }

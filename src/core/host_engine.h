@@ -39,6 +39,10 @@ struct CollRequest {
   void* stream = nullptr;  // cudaStream_t of a GPU communicator's call
 };
 
+/// The tag of collective number `seq`: the fields every rank of it must agree on (root and op only
+/// where the collective has them). It travels in each FIFO slot's header and the watchdog's reports.
+transport::CallTag collectiveTag(const CollRequest& r, uint32_t seq);
+
 /// The message size of a call as nccl-tests and the tuner count it: all-gather's output,
 /// reduce-scatter's input, the buffer of the others.
 size_t messageBytes(const CollRequest& request, int nranks);

@@ -48,13 +48,29 @@ struct CallWatch::Core {
 
   std::mutex callbackMu;  // held while onStall runs; the destructor clears it under the lock
   std::function<void(const Status&)> onStall;
+  mutable std::mutex samplerMu;               // held while the sampler runs; the destructor clears it under the lock
+  std::function<void(WatchSample*)> sampler;  // a GPU communicator's (set before watching)
 
-  // One call's fields together: begin() writes the tag and the number under tagMu.
-  WatchState snapshot() const {
+  // This rank now: from the sampler, or the host call's fields (begin() writes the tag and the
+  // number together under tagMu).
+  WatchSample sample() const {
+    WatchSample out;
+    std::unique_lock<std::mutex> lock(samplerMu);
+    if (sampler) {
+      sampler(&out);
+    } else {
+      lock.unlock();
+      out.state = hostState();
+      out.progress = out.state.steps;
+    }
+    out.state.magic = kWatchStateMagic;
+    out.state.rank = rank;
+    out.state.commKey = commKey;
+    return out;
+  }
+  WatchState snapshot() const { return sample().state; }
+  WatchState hostState() const {
     WatchState s;
-    s.magic = kWatchStateMagic;
-    s.rank = rank;
-    s.commKey = commKey;
     std::lock_guard<std::mutex> lock(tagMu);
     s.seq = seq.load(std::memory_order_acquire);
     s.collectives = collectives;
@@ -251,15 +267,16 @@ class Watchdog {
   static void dumpOne(const Core& c) {
     if (!c.watching.load(std::memory_order_acquire)) return;
     const double since = std::chrono::duration<double>(Clock::now() - c.lastChange).count();
-    BRAID_WARN(log::Subsys::kColl, stallReport(c.rank, since, gather(c), c.describeTag, true));
+    BRAID_WARN(log::Subsys::kColl, stallReport(c.rank, since, gather(c), c.describeTag, true, c.sample().detail));
   }
 
   static void checkOne(Core& c) {
     if (!c.watching.load(std::memory_order_acquire)) return;
     const auto now = Clock::now();
-    const uint64_t seq = c.seq.load(std::memory_order_acquire);
-    const uint64_t steps = c.progress.steps.load(std::memory_order_relaxed);
-    if (c.inCall.load(std::memory_order_acquire) == 0 || seq != c.lastSeq || steps != c.lastSteps) {
+    const WatchSample first = c.sample();
+    const uint64_t seq = first.state.seq;
+    const uint64_t steps = first.progress;
+    if (first.state.inCall == 0 || seq != c.lastSeq || steps != c.lastSteps) {
       c.lastSeq = seq;
       c.lastSteps = steps;
       c.lastChange = now;
@@ -273,12 +290,12 @@ class Watchdog {
     }
     const double stalled = std::chrono::duration<double>(Clock::now() - c.lastChange).count();
     std::vector<PeerState> ranks = gather(c);
-    std::string report = stallReport(c.rank, stalled, ranks, c.describeTag);
     std::unique_lock<std::mutex> lock(c.stallMu);
     c.reportingSeq = 0;
     // The call may have moved on while the peers were asked: then there is nothing to report.
-    if (c.seq.load(std::memory_order_acquire) != seq || c.inCall.load(std::memory_order_acquire) == 0 ||
-        c.progress.steps.load(std::memory_order_relaxed) != steps) {
+    const WatchSample now2 = c.sample();
+    std::string report = stallReport(c.rank, stalled, ranks, c.describeTag, false, now2.detail);
+    if (now2.state.seq != seq || now2.state.inCall == 0 || now2.progress != steps) {
       lock.unlock();
       c.stallCv.notify_all();
       return;
@@ -330,7 +347,8 @@ std::string callOf(const WatchState& s, std::string (*describeTag)(const transpo
 }  // namespace
 
 std::string stallReport(int self, double stalledSeconds, const std::vector<PeerState>& ranks,
-                        std::string (*describeTag)(const transport::CallTag&), bool onRequest) {
+                        std::string (*describeTag)(const transport::CallTag&), bool onRequest,
+                        const std::string& selfDetail) {
   const WatchState& me = ranks[self].state;
   const bool meP2p = me.tag.kind == exec::kP2pTagKind;
   const std::string mine = callOf(me, describeTag);
@@ -359,7 +377,7 @@ std::string stallReport(int self, double stalledSeconds, const std::vector<PeerS
   }
   // Collectives are compared by their number (every rank makes each one); send/recv groups only
   // by whether a rank is in one (ranks make different numbers of them).
-  std::vector<std::string> behind, finished, gone, silent, other, idlePeer;
+  std::vector<std::string> behind, finished, gone, silent, other, idlePeer, notBegun;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const PeerState& p = ranks[r];
     const WatchState& s = p.state;
@@ -383,10 +401,20 @@ std::string stallReport(int self, double stalledSeconds, const std::vector<PeerS
       line += "has made no call yet";
     } else {
       line += std::string(s.inCall != 0 ? "in " : "idle after ") + callOf(s, describeTag);
-      if (s.inCall != 0) line += ", " + std::to_string(s.steps) + " step(s)";
-      if (s.inCall != 0 && s.waitingOn >= 0) line += ", waiting for rank " + std::to_string(s.waitingOn);
+      if (s.inCall != 0 && s.gpu == 2) {
+        line += ", its kernel has not begun";
+        notBegun.push_back(name);
+      } else if (s.inCall != 0 && s.gpu == 1) {
+        line += s.waitingOn >= 0 ? ", its kernel waits for rank " + std::to_string(s.waitingOn) + " (count " +
+                                       std::to_string(s.steps) + ")"
+                                 : std::string(", its kernel runs");
+      } else if (s.inCall != 0) {
+        line += ", " + std::to_string(s.steps) + " step(s)";
+        if (s.waitingOn >= 0) line += ", waiting for rank " + std::to_string(s.waitingOn);
+      }
     }
     out += line + "\n";
+    if (static_cast<int>(r) == self && !selfDetail.empty()) out += "    " + selfDetail + "\n";
     if (static_cast<int>(r) == self) continue;
     const bool inP2p = s.inCall != 0 && s.tag.kind == exec::kP2pTagKind;
     const bool inColl = s.inCall != 0 && !inP2p;
@@ -412,6 +440,11 @@ std::string stallReport(int self, double stalledSeconds, const std::vector<PeerS
   };
   const std::string myCall = describeTag != nullptr ? describeTag(me.tag) : std::string("this call");
   std::string why;
+  if (!notBegun.empty()) {
+    why += list(notBegun) + (notBegun.size() == 1 ? "'s kernel has" : "' kernels have") +
+           " not begun on the GPU: its stream waits for earlier work (a kernel or event before it, or a "
+           "stream sharing its hardware queue); ";
+  }
   if (!gone.empty()) why += list(gone) + " exited; ";
   if (!silent.empty()) why += list(silent) + " did not answer (stopped, or its host is gone); ";
   if (!behind.empty()) why += list(behind) + (behind.size() == 1 ? " has" : " have") + " not reached " + myCall + "; ";
@@ -465,6 +498,10 @@ CallWatch::~CallWatch() {
     std::lock_guard<std::mutex> lock(core_->callbackMu);
     core_->onStall = nullptr;
   }
+  {
+    std::lock_guard<std::mutex> lock(core_->samplerMu);
+    core_->sampler = nullptr;
+  }
   Watchdog::get().remove(core_);
 }
 
@@ -487,6 +524,11 @@ void CallWatch::setPeers(std::vector<net::SocketAddress> listeners) {
   core_->peers = std::move(listeners);
   core_->watching.store(true, std::memory_order_release);
   Watchdog::get().add(core_);  // from now on its threads read the listener and the peers
+}
+
+void CallWatch::setSampler(std::function<void(WatchSample*)> sample) {
+  std::lock_guard<std::mutex> lock(core_->samplerMu);
+  core_->sampler = std::move(sample);
 }
 
 void CallWatch::begin(const transport::CallTag& tag) {

@@ -15,7 +15,13 @@
 //        communicator's report on request, logged at WARN, nothing failed
 //
 // With BRAID_TIMEOUT unset or 0 none of this exists: no listener, no thread, no exchange.
-// Host-memory communicators only for now (a GPU call returns before its kernel runs).
+//
+// A GPU communicator's calls return before their kernels run, so its watch has no begin/end: a
+// sampler reads the engine instead (exec/cuda_watch.cc): whether its latest launch has completed,
+// the kernels' record in mapped host memory (each kernel's start and end, each lane's long wait)
+// and the call each launch runs. The report then names the kernel, each waiting lane and the step
+// it awaits, or says that the kernel has not begun; the abort action releases the kernels through
+// the communicator's abort flag, and the communicator fails with the report.
 #pragma once
 
 #include <atomic>
@@ -43,7 +49,7 @@ struct WatchState {
   int32_t waitingOn = -1;    // the peer whose FIFO its last wait was on (-1: none yet)
   transport::CallTag tag;    // the current (or last) call
   uint32_t collectives = 0;  // collectives begun (send/recv groups are not counted: ranks differ)
-  uint32_t reserved = 0;
+  int32_t gpu = 0;           // 0: a host call; 1: a GPU kernel runs the call; 2: its kernel has not begun
 };
 static_assert(sizeof(WatchState) == 72, "WatchState crosses sockets byte for byte");
 
@@ -67,8 +73,19 @@ struct PeerState {
 /// Reads the report and its diagnosis from every rank's state (index = rank; `self` is this rank).
 /// Pure, for the unit tests: e.g. "diagnosis: rank 2 has not reached allreduce #5 (64 x float32, sum)".
 /// With `onRequest` (SIGUSR1) the first line says so, and a rank between calls is described as such.
+/// `selfDetail`, if any, is a line more on this rank (a GPU rank's kernel and waiting lanes).
 std::string stallReport(int self, double stalledSeconds, const std::vector<PeerState>& ranks,
-                        std::string (*describeTag)(const transport::CallTag&), bool onRequest = false);
+                        std::string (*describeTag)(const transport::CallTag&), bool onRequest = false,
+                        const std::string& selfDetail = "");
+
+/// What a sampler (a GPU communicator's) says of its rank: the state's seq, collectives, tag,
+/// inCall, steps, waitingOn and gpu; a word that changes whenever the rank makes progress; a line
+/// for the report.
+struct WatchSample {
+  WatchState state;
+  uint64_t progress = 0;
+  std::string detail;
+};
 
 /// BRAID_TIMEOUT / BRAID_TIMEOUT_ACTION, read at init.
 struct WatchSettings {
@@ -92,6 +109,9 @@ class CallWatch {
   uint16_t port() const;
   /// Every rank's listener (port 0: that rank runs without a watchdog); starts watching.
   void setPeers(std::vector<net::SocketAddress> listeners);
+  /// A GPU communicator's state comes from `sample` (any thread; it must not block) instead of
+  /// begin/end and the FIFO steps. Set before setPeers.
+  void setSampler(std::function<void(WatchSample*)> sample);
 
   /// Around each call: the call's tag, and what its FIFO steps update.
   void begin(const transport::CallTag& tag);

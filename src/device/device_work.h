@@ -107,6 +107,32 @@ struct OneShotArgs {
   int channels = 0;  // epoch counters in use (the most channels a call may have)
 };
 
+/// BRAID_TIMEOUT on a GPU (core/watchdog.h): what a rank's kernels tell the watchdog, in mapped host
+/// memory. Thread 0 of CTA 0 writes each kernel's launch number as it starts and as it ends; a lane
+/// whose wait runs long (at each abort check of the wait, every 4096 polls) writes what it waits
+/// for. Nothing else is written, so a kernel that does not wait long costs two stores.
+enum class WaitWhat : int32_t {
+  kNone = 0,
+  kSlotFilled = 1,   // a receive slot's tail (Simple, or a network peer)
+  kSlotFree = 2,     // a send slot's head: the receiver has not consumed it
+  kLines = 3,        // LL / LL128 lines carrying the step's flag
+  kPeerStarted = 4,  // one-shot: the peer's "call started" word
+};
+struct LaneWait {
+  uint64_t launch = 0;  // the kernel's launch number (KernelArgs::launch)
+  uint64_t target = 0;  // the count (step, flag or epoch) awaited
+  uint64_t seen = 0;    // the count last seen
+  int32_t peer = -1;    // the rank waited for
+  int32_t what = 0;     // WaitWhat
+};
+constexpr int kWatchedChannels = 64;  // CTAs past this share the last channel's records
+constexpr int kWatchedLanes = 4;
+struct KernelWatch {
+  uint64_t started = 0;   // launch number of the last kernel whose CTA 0 began
+  uint64_t finished = 0;  // ... and ended
+  LaneWait lanes[kWatchedChannels * kWatchedLanes];
+};
+
 /// What every kernel of a communicator's rank needs: its place in the algorithms, its lanes, its
 /// connections and buffers. Part of each kernel's parameter.
 struct KernelArgs {
@@ -119,6 +145,8 @@ struct KernelArgs {
   int ll128SlotLines = 0;
   const volatile int* abortFlag = nullptr;  // mapped host memory: set by braidCommAbort
   OneShotArgs oneShot;
+  KernelWatch* watch = nullptr;  // mapped host memory with BRAID_TIMEOUT, else null
+  uint64_t launch = 0;           // this launch's number (from 1) with BRAID_TIMEOUT
 };
 
 /// One call of a launch: its buffers, element type and operation, and the fields of its WorkArgs.

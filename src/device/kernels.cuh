@@ -15,7 +15,8 @@ namespace braid::device {
 template <KernelKind K, Proto P>
 __device__ __forceinline__ void runCall(const KernelArgs& a, const CallArgs& call) {
   const int lane = threadIdx.x / a.laneThreads;
-  LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag};
+  LaneCtx ctx{
+      static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag, laneWait(a, lane), a.launch};
   algo::WorkArgs w = workOf(a, call, blockIdx.x);
   DeviceBackend<P> b{a, call, ctx, w.channel};
   if constexpr (K == KernelKind::kAllReduceRing) {
@@ -45,6 +46,7 @@ __device__ __forceinline__ void runCall(const KernelArgs& a, const CallArgs& cal
 // so the next call's Prims reads them back.
 template <KernelKind K, Proto P>
 __device__ __forceinline__ void runKernel(const CollKernelArgs& k) {
+  KernelMark mark(k.base);
   for (int i = 0; i < k.nCalls; ++i) {
     if (static_cast<int>(blockIdx.x) < k.calls[i].nChannels) runCall<K, P>(k.base, k.calls[i]);
   }
@@ -54,7 +56,9 @@ template <Proto P>
 __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
   const KernelArgs& a = p.base;
   const int lane = threadIdx.x / a.laneThreads;
-  LaneCtx ctx{static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag};
+  LaneCtx ctx{
+      static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag, laneWait(a, lane), a.launch};
+  KernelMark mark(a);
   algo::WorkArgs w = workOf(a, p.call, blockIdx.x);
   DeviceBackend<P> b{a, p.call, ctx, w.channel};
   if (lane == 0)

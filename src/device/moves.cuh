@@ -18,6 +18,7 @@ struct Moves {
   const char* src[kMaxSrcs];
   char* dst[kMaxDsts];
   uint32_t srcFlag[kMaxSrcs];  // LL sources: the flag each line must carry (0: plain memory)
+  int srcPeer[kMaxSrcs];       // LL sources: the rank that writes the lines (for the watchdog)
   uint32_t dstFlag[kMaxDsts];  // LL destinations: the flag to write (0: plain memory)
   int nSrc;
   int nDst;
@@ -25,12 +26,47 @@ struct Moves {
   int postDivisor;  // avg: divide the result by this (0: no post-op)
 };
 
-/// Where a lane stands: its threads, its barrier and the communicator's abort flag.
+/// Where a lane stands: its threads, its barrier, the communicator's abort flag and (BRAID_TIMEOUT)
+/// the record its long waits are told to.
 struct LaneCtx {
   int tid;  // 0..nthreads-1 within the lane
   int nthreads;
   int barrier;  // named barrier id of the lane (1..4: the double binary tree has four lanes)
   const volatile int* abortFlag;
+  LaneWait* wait;  // null without the watchdog
+  uint64_t launch;
+};
+
+/// The record of lane `lane` of this CTA (null without the watchdog).
+__device__ __forceinline__ LaneWait* laneWait(const KernelArgs& a, int lane) {
+  if (a.watch == nullptr) return nullptr;
+  const int c = blockIdx.x < kWatchedChannels ? static_cast<int>(blockIdx.x) : kWatchedChannels - 1;
+  return &a.watch->lanes[c * kWatchedLanes + lane];
+}
+
+/// A long wait tells the watchdog what it waits for (called at the wait's abort checks only).
+__device__ __forceinline__ void noteWait(LaneWait* w, uint64_t launch, WaitWhat what, int peer, uint64_t target,
+                                         uint64_t seen) {
+  if (w == nullptr) return;
+  volatile LaneWait* v = w;
+  v->launch = launch;
+  v->target = target;
+  v->seen = seen;
+  v->peer = peer;
+  v->what = static_cast<int32_t>(what);
+}
+
+/// Thread 0 of CTA 0 marks a kernel's start and end for the watchdog.
+struct KernelMark {
+  const KernelArgs& a;
+  __device__ explicit KernelMark(const KernelArgs& args) : a(args) {
+    if (a.watch != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
+      *static_cast<volatile uint64_t*>(&a.watch->started) = a.launch;
+  }
+  __device__ ~KernelMark() {
+    if (a.watch != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
+      *static_cast<volatile uint64_t*>(&a.watch->finished) = a.launch;
+  }
 };
 
 /// Moves `m`; all threads of the lane call it. Simple: plain memory only. LL, LL128: returns false
@@ -139,7 +175,7 @@ __device__ __forceinline__ void storeVolatile(uint4* p, uint4 v) {
 }
 
 // Word w of an LL slot: waits until both halves carry `flag`. False on abort.
-__device__ __forceinline__ bool llRead(const char* slot, size_t w, uint32_t flag, const volatile int* abortFlag,
+__device__ __forceinline__ bool llRead(const char* slot, size_t w, uint32_t flag, const LaneCtx& lane, int peer,
                                        uint64_t* out) {
   const uint4* line = reinterpret_cast<const uint4*>(slot) + w;
   uint4 v = loadVolatile(line);
@@ -147,7 +183,8 @@ __device__ __forceinline__ bool llRead(const char* slot, size_t w, uint32_t flag
   while (v.y != flag || v.w != flag) {
     if (++spins == 4096) {
       spins = 0;
-      if (*abortFlag) return false;
+      noteWait(lane.wait, lane.launch, WaitWhat::kLines, peer, flag, v.y);
+      if (*lane.abortFlag) return false;
     }
     v = loadVolatile(line);
   }
@@ -204,7 +241,7 @@ __device__ __noinline__ bool llLoop(const Moves& m, int type, int op, const Lane
           if (w >= nWords) continue;
           if (v[u].y == m.srcFlag[j] && v[u].w == m.srcFlag[j]) {
             x[u] = static_cast<uint64_t>(v[u].x) | (static_cast<uint64_t>(v[u].z) << 32);
-          } else if (!llRead(m.src[j], w, m.srcFlag[j], lane.abortFlag, &x[u])) {
+          } else if (!llRead(m.src[j], w, m.srcFlag[j], lane, m.srcPeer[j], &x[u])) {
             return false;
           }
         }
@@ -351,6 +388,7 @@ __device__ __forceinline__ bool ll128Wait(const Moves& m, int j, size_t g0, size
     waiting = still;
     if (waiting != 0 && ++spins == 4096) {
       spins = 0;
+      if (pos == 7) noteWait(lane.wait, lane.launch, WaitWhat::kLines, m.srcPeer[j], flag, x[0][1]);
       if (__any_sync(kFullWarp, *lane.abortFlag != 0)) return false;
     }
   }

@@ -170,7 +170,9 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs&
       if (!peersChecked) {
         if (oneShotLeastStarted<C>(started, n, me, root) < epoch) {
           for (int p = 0; p < n && !aborted; ++p) {
-            if (oneShotSendsTo<C>(me, p, root)) aborted = !waitAtLeast(started + p, epoch, false, a.abortFlag);
+            if (oneShotSendsTo<C>(me, p, root))
+              aborted = !waitAtLeast(started + p, epoch, false, a.abortFlag, laneWait(a, 0), a.launch,
+                                     WaitWhat::kPeerStarted, p);
           }
         }
         peersChecked = true;
@@ -228,6 +230,7 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs&
           }
           if (missing != 0 && ++spins == 4096) {
             spins = 0;
+            noteWait(laneWait(a, 0), a.launch, WaitWhat::kLines, q, flag, v[0].y);
             aborted = *a.abortFlag != 0;  // the communicator is unusable from here on
           }
         }
@@ -259,6 +262,7 @@ __device__ __forceinline__ void oneShotBody(const KernelArgs& a, const CallArgs&
 // may use: all-gather's output blocks spilled 40 bytes per thread).
 template <algo::Coll C>
 __device__ void oneShot(const OneShotKernelArgs& k) {
+  KernelMark mark(k.base);
   const CallArgs& call = k.call;
   if (C == algo::Coll::kBroadcast) {
     oneShotBody<C, 8>(k.base, call, AnyTypeAndOp{call.type, call.op});  // moves words, combines none

@@ -120,7 +120,9 @@ __device__ __forceinline__ OneShotRound oneShotBegin(const CollKernelArgs& k, On
     for (int q = 0; q < n && !aborted; ++q) {
       bool sends = false;
       for (int i = 0; i < k.nCalls; ++i) sends = sends || oneShotSendsTo<C>(me, q, k.calls[i].root);
-      if (sends) aborted = !waitAtLeast(oneShotStarted(o.regions[0]) + q, r.epoch, false, a.abortFlag);
+      if (sends)
+        aborted = !waitAtLeast(oneShotStarted(o.regions[0]) + q, r.epoch, false, a.abortFlag, laneWait(a, 0), a.launch,
+                               WaitWhat::kPeerStarted, q);
     }
   }
   r.aborted = __syncthreads_or(aborted) != 0;
@@ -267,6 +269,7 @@ __device__ __forceinline__ bool oneShotReceive(const KernelArgs& a, const OneSho
         }
         if (missing != 0 && ++spins == 4096) {
           spins = 0;
+          noteWait(laneWait(a, 0), a.launch, WaitWhat::kLines, q, r.flag, 0);
           aborted = *a.abortFlag != 0;  // the communicator is unusable from here on
         }
       }
@@ -301,6 +304,7 @@ template <algo::Coll C>
 __device__ void oneShotGroup(const CollKernelArgs& k) {
   __shared__ OneShotTable t;
   const KernelArgs& a = k.base;
+  KernelMark mark(a);
   const OneShotRound r = oneShotBegin<C>(k, t);
   bool ok = !r.aborted;
   if (ok) oneShotSend<C>(a, t, r);

@@ -37,14 +37,18 @@ __device__ __forceinline__ uint64_t loadVolatile64(const uint64_t* p) {
 __device__ __forceinline__ void storeVolatile64(uint64_t* p, uint64_t v) { *static_cast<volatile uint64_t*>(p) = v; }
 
 // Spins until *p >= target; false on abort. `acquire`: later loads of this CTA (after its barrier)
-// see what the writer published before the counter (Simple's data); otherwise a plain poll.
+// see what the writer published before the counter (Simple's data); otherwise a plain poll. A long
+// wait tells `wait` (the watchdog's record, may be null) that it waits for `peer`.
 __device__ __forceinline__ bool waitAtLeast(const uint64_t* p, uint64_t target, bool acquire,
-                                            const volatile int* abortFlag) {
+                                            const volatile int* abortFlag, LaneWait* wait = nullptr,
+                                            uint64_t launch = 0, WaitWhat what = WaitWhat::kNone, int peer = -1) {
   if (target == 0) return true;  // a slot never used yet: nothing to wait for, no load
   int spins = 0;
-  while ((acquire ? loadAcquire(p) : loadVolatile64(p)) < target) {
+  uint64_t seen;
+  while ((seen = acquire ? loadAcquire(p) : loadVolatile64(p)) < target) {
     if (++spins == 4096) {
       spins = 0;
+      noteWait(wait, launch, what, peer, target, seen);
       if (*abortFlag) return false;
     }
   }
@@ -59,10 +63,12 @@ class DevicePrims {
       : a_(a), call_(call), lane_(lane), nRecv_(nRecv), nSend_(nSend) {
     const int n = a.work.nranks;
     for (int i = 0; i < nRecv; ++i) {
+      rpeer_[i] = recvPeers[i];
       recv_[i] = a.conns[connIndex(channel, connId, recvPeers[i], n)].recv;
       rstep_[i] = *static_cast<volatile uint64_t*>(recv_[i].step);
     }
     for (int i = 0; i < nSend; ++i) {
+      speer_[i] = sendPeers[i];
       send_[i] = a.conns[connIndex(channel, connId, sendPeers[i], n)].send;
       sstep_[i] = *static_cast<volatile uint64_t*>(send_[i].step);
     }
@@ -138,11 +144,12 @@ class DevicePrims {
       for (int i = 0; i < nr; ++i) {
         if (recv_[i].netStride != 0) storeVolatile64(recv_[i].wanted, rstep_[i] + 1);
         if (P == Proto::kSimple || recv_[i].netStride != 0)
-          aborted_ = aborted_ || !waitAtLeast(recv_[i].tail, rstep_[i] + 1, true, lane_.abortFlag);
+          aborted_ = aborted_ || !waitAtLeast(recv_[i].tail, rstep_[i] + 1, true, lane_.abortFlag, lane_.wait,
+                                              lane_.launch, WaitWhat::kSlotFilled, rpeer_[i]);
       }
       for (int i = 0; i < ns; ++i)
-        aborted_ = aborted_ ||
-                   !waitAtLeast(send_[i].head, sstep_[i] < kSteps ? 0 : sstep_[i] + 1 - kSteps, false, lane_.abortFlag);
+        aborted_ = aborted_ || !waitAtLeast(send_[i].head, sstep_[i] < kSteps ? 0 : sstep_[i] + 1 - kSteps, false,
+                                            lane_.abortFlag, lane_.wait, lane_.launch, WaitWhat::kSlotFree, speer_[i]);
     }
     laneBarrier(lane_);
     Moves m;
@@ -151,10 +158,12 @@ class DevicePrims {
     m.n = n;
     m.postDivisor = post ? a_.work.nranks : 0;
     if (local != nullptr) {
+      m.srcPeer[m.nSrc] = -1;
       m.srcFlag[m.nSrc] = 0;
       m.src[m.nSrc++] = local;
     }
     for (int i = 0; i < nr; ++i) {
+      m.srcPeer[m.nSrc] = rpeer_[i];
       m.srcFlag[m.nSrc] = P != Proto::kSimple ? static_cast<uint32_t>(rstep_[i] + 1) : 0;
       m.src[m.nSrc++] = slots(recv_[i]) + slotOffset(rstep_[i], recv_[i].netStride);
     }
@@ -197,6 +206,8 @@ class DevicePrims {
   SendEnd send_[algo::kMaxPeers];
   uint64_t rstep_[algo::kMaxPeers] = {0, 0};
   uint64_t sstep_[algo::kMaxPeers] = {0, 0};
+  int rpeer_[algo::kMaxPeers] = {-1, -1};
+  int speer_[algo::kMaxPeers] = {-1, -1};
   int nRecv_;
   int nSend_;
   bool aborted_ = false;

@@ -173,6 +173,7 @@ CudaEngine::~CudaEngine() {
     cudaFree(s_->arena);
   }
   if (s_->abortHost != nullptr) cudaFreeHost(s_->abortHost);
+  s_->closeWatch();
   if (s_->setup != nullptr) cudaStreamDestroy(s_->setup);
 }
 
@@ -231,6 +232,7 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   BRAID_RETURN_IF_ERROR(
       cudaCheck("cudaHostGetDevicePointer",
                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->abortDevice), s->abortHost, 0)));
+  BRAID_RETURN_IF_ERROR(s->openWatch());
   if (options.spansHosts) BRAID_RETURN_IF_ERROR(s->listenNet());
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->lastDone, cudaEventDisableTiming)));
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->joined, cudaEventDisableTiming)));

@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "device/device_work.h"
 #include "net/socket_address.h"
+#include "transport/host_fifo.h"
 
 namespace braid::exec {
 
@@ -47,6 +48,26 @@ struct CudaEngineOptions {
   net::SocketAddress netAddress;
   int64_t timeoutMs = 0;
   std::function<void(const std::string& why)> onNetworkFailure;
+  // BRAID_TIMEOUT: the kernels tell a record in mapped host memory where they wait (cuda_watch.cc).
+  bool watch = false;
+};
+
+/// Which call of the communicator a launch runs, for the watchdog's report (BRAID_TIMEOUT).
+struct CallNote {
+  transport::CallTag tag;    // as on host memory: the collective's fields, or kind kP2pTagKind
+  uint64_t seq = 0;          // the communicator's call number (collectives and send/recv groups), from 1
+  uint32_t collectives = 0;  // collectives made up to this one
+};
+
+/// What the watchdog reads of a rank's GPU work (CudaEngine::watchSample).
+struct GpuWatchSample {
+  bool busy = false;        // the latest launch has not completed
+  bool notStarted = false;  // ... and the kernel after the last one that ended has not begun
+  uint64_t progress = 0;    // changes whenever a kernel begins or ends or a long wait's record changes
+  CallNote note;            // the call of the kernel the GPU is in (or waits to begin)
+  int waitingOn = -1;       // the peer the first waiting lane waits for
+  uint64_t step = 0;        // what that lane awaits
+  std::string detail;       // the kernel, and each waiting lane, readable
 };
 
 /// What a peer needs to reach this rank's arena.
@@ -73,6 +94,7 @@ struct CudaCall {
   braidDataType_t type = braidFloat32;
   braidRedOp_t op = braidSum;
   void* stream = nullptr;  // cudaStream_t
+  CallNote note;           // with BRAID_TIMEOUT
 };
 
 class CudaEngine {
@@ -102,10 +124,15 @@ class CudaEngine {
   /// Queues a group's sends and receives as one kernel on `stream`: offsets and counts in bytes from
   /// sendBase and recvBase (at most device::kMaxP2pOps of each).
   Status runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase, void* recvBase,
-                void* stream);
+                void* stream, const CallNote& note = CallNote{});
 
   /// Makes every kernel of this rank that waits on a peer give up (braidCommAbort).
   void abort();
+
+  /// With options.watch: where this rank's GPU work stands, from any thread (the watchdog's). Takes
+  /// no lock a launch holds, so a launch that blocks does not block it. Calls captured into a CUDA
+  /// graph are not seen (their replays record no completion here).
+  void watchSample(GpuWatchSample* out) const;
 
   int channels() const;
 

@@ -16,10 +16,12 @@ Status CudaEngine::create(const CudaEngineOptions&, std::unique_ptr<CudaEngine>*
 CudaExport CudaEngine::exported() const { return CudaExport{}; }
 Status CudaEngine::connect(const std::vector<CudaExport>&) { return invalidUsage("no CUDA support"); }
 Status CudaEngine::runBatch(const CudaCall*, size_t) { return invalidUsage("no CUDA support"); }
-Status CudaEngine::runP2p(std::vector<algo::P2pOp>, std::vector<algo::P2pOp>, const void*, void*, void*) {
+Status CudaEngine::runP2p(std::vector<algo::P2pOp>, std::vector<algo::P2pOp>, const void*, void*, void*,
+                          const CallNote&) {
   return invalidUsage("no CUDA support");
 }
 void CudaEngine::abort() {}
+void CudaEngine::watchSample(GpuWatchSample* out) const { *out = GpuWatchSample{}; }
 void CudaEngine::connected() {}
 bool CudaEngine::peerAccess(int, int) { return false; }
 int CudaEngine::channels() const { return 0; }

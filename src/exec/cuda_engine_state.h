@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -79,6 +81,18 @@ struct CudaEngine::State {
   std::unique_ptr<transport::NetTransport> net;
   transport::NetHandle netHandle{};
   std::vector<void*> netBlocks;
+  // BRAID_TIMEOUT (cuda_watch.cc): the kernels' record, and what each recent launch ran.
+  device::KernelWatch* watchHost = nullptr;  // mapped host memory
+  device::KernelWatch* watchDevice = nullptr;
+  struct LaunchNote {
+    uint64_t launch = 0;
+    CallNote note;
+    std::string what;  // the launch's NVTX range: kernel, type, op, count, channels
+  };
+  static constexpr size_t kNotes = 64;
+  std::atomic<uint64_t> launches{0};  // launch numbers handed out
+  mutable std::mutex notesMu;
+  std::array<LaunchNote, kNotes> notes;
 
   int p2pChannels() const { return std::min(o.channels, kMaxP2pChannels); }
   // The connection ids channel c holds.
@@ -102,6 +116,12 @@ struct CudaEngine::State {
   void closeNet();
   // What the log and the errors call this rank's network ("NET/BraidSocket/0").
   std::string netPath() const;
+
+  // cuda_watch.cc. Allocates the kernels' record (create, with o.watch); frees it (destructor).
+  Status openWatch();
+  void closeWatch();
+  // The next launch's number for `a` (0 and no record without the watchdog), noting its call.
+  void noteLaunch(device::KernelArgs* a, const CallNote& note, const char* what);
 };
 
 }  // namespace braid::exec

@@ -209,6 +209,7 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
       if (st != static_cast<cudaStream_t>(first.stream) && std::find(others.begin(), others.end(), st) == others.end())
         others.push_back(st);
     }
+    s.noteLaunch(&k.base, first.note, range);
     const auto stream = static_cast<cudaStream_t>(first.stream);
     BRAID_RETURN_IF_ERROR(joinStreams(others, {stream}, s.joined));
     BRAID_RETURN_IF_ERROR(launch(
@@ -219,7 +220,7 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
 }
 
 Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase,
-                          void* recvBase, void* stream) {
+                          void* recvBase, void* stream, const CallNote& note) {
   State& s = *s_;
   if (sends.size() > device::kMaxP2pOps || recvs.size() > device::kMaxP2pOps) {
     return invalidUsage("a group on a GPU communicator may hold at most " + std::to_string(device::kMaxP2pOps) +
@@ -269,6 +270,7 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pO
     char range[160];
     std::snprintf(range, sizeof(range), "%s %d send(s) %d recv(s) ch %d",
                   device::kernelName(device::KernelKind::kSendRecv, proto), p.nSends, p.nRecvs, shape.nChannels);
+    s.noteLaunch(&p.base, note, range);
     BRAID_RETURN_IF_ERROR(
         launch(stream, range, [&] { return device::launchP2pKernel(proto, shape.nChannels, p, stream); }));
   }

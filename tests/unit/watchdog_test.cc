@@ -111,6 +111,30 @@ TEST(WatchdogReport, SendRecvAndRanksPastTheCall) {
   EXPECT_EQ(r.find("not reached"), std::string::npos) << r;
 }
 
+// GPU ranks (gpu 1: a kernel runs the call, 2: its kernel has not begun): a kernel that has not
+// begun is named first, a running one by the rank its lane waits for, and this rank's detail line
+// (its kernel and lanes, from the engine) follows its own line.
+TEST(WatchdogReport, GpuRanksNameTheirKernels) {
+  PeerState waiting = inCall(0, 1, allReduceTag(1, 8), 1), queued = inCall(1, 1, allReduceTag(1, 8), -1);
+  waiting.state.gpu = 1;
+  waiting.state.steps = 3;
+  queued.state.gpu = 2;
+  std::string r = core::stallReport(0, 2.0, {waiting, queued}, core::HostEngine::describeTag, false,
+                                    "GPU: launch 1 (braid_AllReduce_Ring_LL) runs; channel 0 lane 0 waits");
+  EXPECT_NE(r.find("rank 0 (this rank): in allreduce #1 (8 x float32, sum) [call 1], its kernel waits for rank 1 "
+                   "(count 3)\n    GPU: launch 1 (braid_AllReduce_Ring_LL) runs"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("rank 1: in allreduce #1 (8 x float32, sum) [call 1], its kernel has not begun\n"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("diagnosis: rank 1's kernel has not begun on the GPU"), std::string::npos) << r;
+  EXPECT_EQ(r.find("a bug in braid"), std::string::npos) << r;
+  waiting.state.waitingOn = -1;
+  r = core::stallReport(1, 2.0, {waiting, queued}, core::HostEngine::describeTag);
+  EXPECT_NE(r.find("rank 0: in allreduce #1 (8 x float32, sum) [call 1], its kernel runs\n"), std::string::npos) << r;
+}
+
 TEST(WatchdogReport, EveryRankStuckInTheSameCallIsABraidBug) {
   std::string r = report(0, {inCall(0, 1, allReduceTag(1, 8), 1), inCall(1, 1, allReduceTag(1, 8), 0)});
   EXPECT_NE(r.find("every rank is in this call and none moves"), std::string::npos) << r;
