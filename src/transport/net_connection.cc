@@ -314,9 +314,13 @@ void NetLane::checkIdle(short revents) {
   if (finished_ || !connection_->outgoing() || !posted_.empty() || revents == 0) return;
   if (network::socketNetPeerClosed(comm_)) {
     BRAID_INFO(log::Subsys::kNet, "network transport: connection to rank ", connection_->peer(), " ended");
+    // Worded as a failed receive is (the network, then its words), whichever end saw it first;
+    // before finish() closes the comm that knows the peer's address.
+    const std::string why = "network " + network_->name() + ": its send connection to rank " +
+                            std::to_string(connection_->peer()) + ": connection closed by " +
+                            network::socketNetPeer(comm_) + " while idle (between messages: the peer closed it)";
     finish(false);
-    connection_->peerLeft("its network connection to rank " + std::to_string(connection_->peer()) +
-                          " ended while idle");
+    connection_->peerLeft(why);
   }
 }
 

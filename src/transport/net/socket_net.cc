@@ -549,4 +549,11 @@ bool socketNetPeerClosed(void* sendComm) {
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+std::string socketNetPeer(void* comm) {
+  if (comm == nullptr) return std::string();
+  Kind kind;
+  std::memcpy(&kind, comm, sizeof(kind));
+  return kind == Kind::kSend || kind == Kind::kRecv ? static_cast<Comm*>(comm)->socket.peer() : std::string();
+}
+
 }  // namespace braid::network

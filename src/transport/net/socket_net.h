@@ -36,5 +36,8 @@ std::string socketNetDeviceAddress(int dev);
 /// True when the peer of a send comm of this network closed its end or died (looked at without
 /// waiting; only meaningful while no send is in flight, when nothing else may arrive).
 bool socketNetPeerClosed(void* sendComm);
+/// Who the socket of a comm of this network leads to, as its errors say ("the listener at
+/// 10.0.0.2:4242"); "" for anything else.
+std::string socketNetPeer(void* comm);
 
 }  // namespace braid::network
