@@ -34,7 +34,7 @@ const char* kUsage =
     "  --agg n          issue n calls per iteration in one group (nccl-tests' -m); times are per call\n"
     "  --plot file.png  draw busbw against size (braid-plot, gnuplot; NCCL beside braid with --compare)\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
-    "variables (docs/bootstrap.md); with mpirun pass -x BRAID_COMM_ID=host:port.\n";
+    "variables (docs/bootstrap.md); under mpirun and srun through their PMIx server, nothing to set.\n";
 
 bool parseInt(const char* s, int lo, int hi, int* out) {
   char* end = nullptr;

@@ -14,6 +14,12 @@ braid_build=${BRAID_BUILD_DIR:-$braid_root/build}
 
 braid_say() { echo "braid: $*"; }
 
+# True when PMIx's header is there (pkg-config, or Debian's place for it).
+braid_have_pmix() {
+  pkg-config --exists pmix 2>/dev/null || [ -f /usr/include/pmix.h ] ||
+    ls /usr/lib/*/pmix2/include/pmix.h >/dev/null 2>&1
+}
+
 # True when `cmake` on PATH is 3.25 or newer.
 braid_cmake_new_enough() {
   local v major minor
@@ -105,6 +111,7 @@ braid_check_deps() {
     braid_have_gtest || { required+=(libgtest-dev) why+=("libgtest-dev: no GoogleTest (every test tier)"); }
     command -v pkg-config >/dev/null || { required+=(pkg-config) why+=("pkg-config: the install tier builds with it"); }
     command -v mpirun >/dev/null || { optional+=(openmpi-bin libopenmpi-dev) why+=("openmpi-bin: no mpirun (the multiproc tier's Open MPI cases)"); }
+    braid_have_pmix || { optional+=(libpmix-dev) why+=("libpmix-dev: no pmix.h (braid meets under a bare mpirun or srun through PMIx)"); }
     command -v clang-format >/dev/null || { optional+=(clang-format) why+=("clang-format: the format check"); }
     command -v ip >/dev/null || { optional+=(iproute2) why+=("iproute2: no ip (the multihost tier's namespaces)"); }
     command -v gnuplot >/dev/null || { optional+=(gnuplot-nox) why+=("gnuplot-nox: no gnuplot (braid-plot's check)"); }
@@ -123,6 +130,7 @@ braid_check_deps() {
   fi
   if [ "$what" = test ]; then
     command -v mpirun >/dev/null || braid_say "skipped: the Open MPI cases of the multiproc tier (no mpirun)"
+    braid_have_pmix || braid_say "skipped: the bare-mpirun (PMIx) cases of the multiproc tier (no pmix.h)"
     command -v clang-format >/dev/null || braid_say "skipped: the format check (no clang-format)"
     command -v gnuplot >/dev/null || braid_say "skipped: braid-plot's check (no gnuplot)"
   fi

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bootstrap/pmix_rendezvous.h"
 #include "core/log.h"
 
 namespace braid::bootstrap {
@@ -68,6 +69,17 @@ Status readLauncher(const EnvLookup& env, const Launcher& l, LaunchInfo* out) {
   return Status::ok();
 }
 
+// Under mpirun and srun (PMIx) with no address variable: rank 0's unique id goes through the
+// launcher's PMIx server instead (pmix_rendezvous.h).
+bool pmixServed(const EnvLookup& env, const std::string& launcher) {
+  return launcher != "torchrun" && lookup(env, "PMIX_NAMESPACE").has_value() && lookup(env, "PMIX_RANK").has_value();
+}
+
+const char* kAddressAdvice =
+    "set BRAID_COMM_ID=host:port to rank 0's host and a free port on every rank (e.g. mpirun -x "
+    "BRAID_COMM_ID=node0:29600 ..., or export it before srun), or MASTER_ADDR and MASTER_PORT (braid then uses "
+    "MASTER_PORT+1)";
+
 Status rendezvousAddress(const EnvLookup& env, const std::string& launcher, std::string* out) {
   if (std::optional<std::string> commId = lookup(env, "BRAID_COMM_ID")) {
     *out = *commId;
@@ -87,10 +99,9 @@ Status rendezvousAddress(const EnvLookup& env, const std::string& launcher, std:
     return invalidUsage(std::string(host ? "MASTER_ADDR" : "MASTER_PORT") + " is set but " +
                         (host ? "MASTER_PORT" : "MASTER_ADDR") + " is not");
   }
-  return invalidUsage("launched by " + launcher +
-                      " but no rendezvous address is set: set BRAID_COMM_ID=host:port to rank 0's host and a free "
-                      "port on every rank (e.g. mpirun -x BRAID_COMM_ID=node0:29600 ..., or export it before srun), "
-                      "or MASTER_ADDR and MASTER_PORT (braid then uses MASTER_PORT+1)");
+  if (pmixServed(env, launcher)) return Status::ok();  // no address: PMIx
+  return invalidUsage("launched by " + launcher + " but no rendezvous address is set and no PMIx server is named " +
+                      "(PMIX_NAMESPACE, PMIX_RANK): " + kAddressAdvice);
 }
 
 }  // namespace
@@ -115,6 +126,11 @@ Status launchInfoFromLookup(const EnvLookup& env, LaunchInfo* out) {
   }
   BRAID_RETURN_IF_ERROR(readLauncher(env, *found, out));
   BRAID_RETURN_IF_ERROR(rendezvousAddress(env, found->name, &out->address));
+  if (out->address.empty()) {
+    out->pmix = true;
+    out->jobKey = "pmix|" + *lookup(env, "PMIX_NAMESPACE");
+    return Status::ok();  // the id comes from rank 0 through PMIx (launchInfoFromEnv)
+  }
 
   out->jobKey = out->address + "|" + std::to_string(out->nranks);
   for (const char* var : found->identityVars) {
@@ -133,9 +149,15 @@ Status launchInfoFromEnv(LaunchInfo* out) {
         return v == nullptr ? std::nullopt : std::optional<std::string>(v);
       },
       out);
+  if (st.isOk() && out->pmix) {
+    st = pmixUniqueId(out->rank, out->nranks, &out->id)
+             .withContext("launched by " + out->launcher + " with no address set, the rendezvous through PMIx");
+    if (!st.isOk()) return Status(st.code(), st.message() + "; or " + kAddressAdvice);
+  }
   if (st.isOk()) {
     BRAID_INFO(log::Subsys::kBootstrap, "launched by ", out->launcher, ": rank ", out->rank, " of ", out->nranks,
-               ", local rank ", out->localRank, ", rendezvous at ", out->address);
+               ", local rank ", out->localRank, ", rendezvous ",
+               out->pmix ? std::string("through PMIx") : "at " + out->address);
   }
   return st;
 }

@@ -8,6 +8,10 @@
 //                                                                                         PMIX_NAMESPACE
 //   Slurm      SLURM_PROCID           SLURM_NTASKS           SLURM_LOCALID                SLURM_JOB_ID, SLURM_STEP_ID
 //
+// Under mpirun and srun with neither address variable below, where the launcher names a PMIx server
+// (PMIX_NAMESPACE, PMIX_RANK), rank 0's unique id travels through PMIx (pmix_rendezvous.h), as MPI
+// programs wire up: nothing to set.
+//
 // The rendezvous address is BRAID_COMM_ID=host:port, or else MASTER_ADDR with port MASTER_PORT+1:
 // MASTER_PORT itself is normally taken by PyTorch's TCPStore (torchrun's agent, or
 // init_process_group on rank 0), which listens there on the same host as rank 0. Rank 0 serves the
@@ -34,7 +38,8 @@ struct LaunchInfo {
   int nranks = 0;
   int localRank = -1;    // -1 when the launcher does not say
   std::string launcher;  // "torchrun", "Open MPI" or "Slurm"
-  std::string address;   // the rendezvous host:port
+  std::string address;   // the rendezvous host:port ("" with pmix)
+  bool pmix = false;     // the id comes from rank 0 through the launcher's PMIx server
   std::string jobKey;    // what the magic was derived from
   UniqueIdBytes id{};
 };
@@ -43,9 +48,10 @@ struct LaunchInfo {
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
 /// The launch information from the variables `env` returns (testable without touching environ).
+/// With `pmix` set the id is not yet known: launchInfoFromEnv gets it.
 Status launchInfoFromLookup(const EnvLookup& env, LaunchInfo* out);
 
-/// launchInfoFromLookup over this process's environment.
+/// launchInfoFromLookup over this process's environment, and the PMIx exchange where it says so.
 Status launchInfoFromEnv(LaunchInfo* out);
 
 }  // namespace braid::bootstrap

@@ -2,6 +2,7 @@
 // under mpirun; a missing rank, a dead peer and garbage connections at the root give clear errors.
 #include <arpa/inet.h>
 #include <braid/braid.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/pmix_rendezvous.h"
 #include "harness.h"
 #include "mp_util.h"
 #include "topology/topo_xml.h"
@@ -99,14 +101,17 @@ TEST(LauncherEnv, SlurmVariables) {
   for (int r = 0; r < n; ++r) EXPECT_TRUE(reports[r].ok() && reports[r].rank == r) << reports[r].describe();
 }
 
-TEST(LauncherEnv, Mpirun) {
-  std::string mpirun = findInPath("mpirun");
-  if (mpirun.empty()) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
-  std::string id = "127.0.0.1:" + std::to_string(freeTcpPort());
-  ProcSpec spec{{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4", "-x", "BRAID_COMM_ID=" + id, "-x",
-                 "BRAID_BOOTSTRAP_TIMEOUT=30", workerPath(), "env"},
-                {"OMPI_MCA_plm_rsh_agent=false"}};
-  std::vector<ProcResult> out = runProcesses({spec}, 60000);
+ProcSpec underMpirun(const std::string& mpirun, int n, std::vector<std::string> program,
+                     std::vector<std::string> mpiArgs = {}) {
+  std::vector<std::string> argv = {mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(n)};
+  argv.insert(argv.end(), mpiArgs.begin(), mpiArgs.end());
+  argv.insert(argv.end(), program.begin(), program.end());
+  return ProcSpec{argv, {"OMPI_MCA_plm_rsh_agent=false"}};
+}
+
+// Runs the worker's "env" scenario on 4 ranks under mpirun: every rank reports success once.
+void expectFourRanksMeetUnderMpirun(const std::string& mpirun, std::vector<std::string> mpiArgs) {
+  std::vector<ProcResult> out = runProcesses({underMpirun(mpirun, 4, {workerPath(), "env"}, mpiArgs)}, 60000);
   ASSERT_FALSE(out[0].timedOut) << out[0].output;
   EXPECT_EQ(out[0].exitCode, 0) << out[0].output;
   std::vector<Report> reports = parseOutput(out[0].output);
@@ -118,6 +123,69 @@ TEST(LauncherEnv, Mpirun) {
     seen[r.rank] = true;
   }
   for (int r = 0; r < 4; ++r) EXPECT_TRUE(seen[r]) << "rank " << r << " did not report";
+}
+
+TEST(LauncherEnv, Mpirun) {
+  std::string mpirun = findInPath("mpirun");
+  if (mpirun.empty()) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
+  std::string id = "127.0.0.1:" + std::to_string(freeTcpPort());
+  expectFourRanksMeetUnderMpirun(mpirun, {"-x", "BRAID_COMM_ID=" + id, "-x", "BRAID_BOOTSTRAP_TIMEOUT=30"});
+}
+
+// mpirun with no braid variable at all: rank 0's unique id goes through mpirun's PMIx server.
+// Why these cases cannot run here ("" when they can): no mpirun, or no PMIx client for braid.
+std::string noBareMpirun(std::string* mpirun) {
+  *mpirun = findInPath("mpirun");
+  if (mpirun->empty()) return "mpirun not installed (apt-get install openmpi-bin)";
+  if (!bootstrap::pmixBuiltIn()) return "braid was built without pmix.h (apt-get install libpmix-dev)";
+  void* lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return "no libpmix.so.2 to load (apt-get install libpmix2)";
+  dlclose(lib);
+  return "";
+}
+
+TEST(LauncherEnv, MpirunWithNothingSetMeetsThroughPmix) {
+  std::string mpirun, why = noBareMpirun(&mpirun);
+  if (!why.empty()) GTEST_SKIP() << why;
+  expectFourRanksMeetUnderMpirun(mpirun, {});
+}
+
+// The same with the PMIx library hidden: every rank fails saying what to load or set.
+TEST(LauncherEnv, MpirunWithPmixHiddenSaysWhatToSet) {
+  std::string mpirun, why = noBareMpirun(&mpirun);
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::vector<ProcResult> out = runProcesses(
+      {underMpirun(mpirun, 2, {workerPath(), "env"}, {"-x", "BRAID_PMIX_LIBRARY=/nonexistent/libpmix.so.2"})}, 60000);
+  ASSERT_FALSE(out[0].timedOut) << out[0].output;
+  std::vector<Report> reports = parseOutput(out[0].output);
+  ASSERT_EQ(reports.size(), 2u) << out[0].output;
+  for (const Report& r : reports) {
+    EXPECT_EQ(r.code, braidInvalidUsage) << r.describe();
+    EXPECT_NE(r.msg.find("could not load the PMIx client library /nonexistent/libpmix.so.2 (BRAID_PMIX_LIBRARY)"),
+              std::string::npos)
+        << r.describe();
+    EXPECT_NE(r.msg.find("or set BRAID_COMM_ID=host:port"), std::string::npos) << r.describe();
+  }
+}
+
+// braid-perf and the all-reduce example under a bare mpirun: they run and check their results.
+TEST(LauncherEnv, BenchmarkAndExampleRunUnderABareMpirun) {
+  std::string mpirun, why = noBareMpirun(&mpirun);
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::vector<ProcResult> out = runProcesses(
+      {underMpirun(mpirun, 4, {BRAID_TEST_PERF, "-b", "8", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "-c", "1"})},
+      60000);
+  ASSERT_FALSE(out[0].timedOut) << out[0].output;
+  EXPECT_EQ(out[0].exitCode, 0) << out[0].output;
+  EXPECT_NE(out[0].output.find("# Out of bounds values : 0 OK"), std::string::npos) << out[0].output;
+  out = runProcesses({underMpirun(mpirun, 4, {BRAID_TEST_EXAMPLE_ALLREDUCE})}, 60000);
+  ASSERT_FALSE(out[0].timedOut) << out[0].output;
+  EXPECT_EQ(out[0].exitCode, 0) << out[0].output;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_NE(out[0].output.find("rank " + std::to_string(r) + " of 4: all-reduce of 1048576 floats correct"),
+              std::string::npos)
+        << out[0].output;
+  }
 }
 
 TEST(Failures, MissingRankTimesOutNamingIt) {

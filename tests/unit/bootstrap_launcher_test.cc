@@ -137,11 +137,44 @@ TEST(BootstrapLauncher, HalfSetLauncherIsAnError) {
   EXPECT_NE(st.message().find("OMPI_COMM_WORLD_SIZE is not"), std::string::npos) << st.message();
 }
 
+// Under mpirun or srun with a PMIx server named and no address: the id is left to PMIx (rank 0
+// publishes it), and the job key is the PMIx namespace. torchrun has no PMIx server.
+TEST(BootstrapLauncher, MpirunWithoutAnAddressUsesPmix) {
+  const Env mpi = {{"OMPI_COMM_WORLD_RANK", "2"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"PMIX_NAMESPACE", "prterun-x-1@1"},
+                   {"PMIX_RANK", "2"}};
+  LaunchInfo info;
+  Status st = launch(mpi, &info);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_TRUE(info.pmix);
+  EXPECT_EQ(info.address, "");
+  EXPECT_EQ(info.jobKey, "pmix|prterun-x-1@1");
+  EXPECT_EQ(info.rank, 2);
+  Env withAddress = mpi;
+  withAddress["BRAID_COMM_ID"] = "127.0.0.1:4000";
+  ASSERT_TRUE(launch(withAddress, &info).isOk());
+  EXPECT_FALSE(info.pmix);  // an address set wins
+  EXPECT_EQ(info.address, "127.0.0.1:4000");
+  Env slurm = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"PMIX_NAMESPACE", "slurm.pmix.7.0"}, {"PMIX_RANK", "0"}};
+  ASSERT_TRUE(launch(slurm, &info).isOk());
+  EXPECT_TRUE(info.pmix);
+  Env torch = kTorchrun;
+  torch.erase("MASTER_ADDR");
+  torch.erase("MASTER_PORT");
+  torch["PMIX_NAMESPACE"] = "x";
+  torch["PMIX_RANK"] = "3";
+  st = launch(torch, &info);
+  EXPECT_EQ(st.code(), Code::kInvalidUsage) << st.message();
+}
+
 TEST(BootstrapLauncher, MissingAddressExplainsWhatToSet) {
   LaunchInfo info;
   Status st = launch({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}, &info);
   EXPECT_EQ(st.code(), Code::kInvalidUsage);
   EXPECT_NE(st.message().find("Open MPI"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("no PMIx server is named (PMIX_NAMESPACE, PMIX_RANK)"), std::string::npos)
+      << st.message();
   EXPECT_NE(st.message().find("mpirun -x BRAID_COMM_ID="), std::string::npos) << st.message();
   st = launch({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"MASTER_ADDR", "node0"}}, &info);
   EXPECT_EQ(st.code(), Code::kInvalidUsage);
