@@ -353,6 +353,10 @@ Status Comm::collectives(const std::vector<CollRequest>& requests) {
   for (const CollRequest& r : requests) {
     if (checkCalls_) BRAID_RETURN_IF_ERROR(checkCollective(*bootstrap_, r, ++callSeq_));
     if (r.count == 0) continue;
+    if (nranks_ == 1) {
+      BRAID_RETURN_IF_ERROR(oneRankCall(r));
+      continue;
+    }
     if (gpu_ != nullptr) {
       calls.push_back(gpuCall(r));
       calls.back().note = gpuNote(&r);
@@ -361,6 +365,18 @@ Status Comm::collectives(const std::vector<CollRequest>& requests) {
     }
   }
   return calls.empty() ? Status::ok() : gpu_->runBatch(calls.data(), calls.size());
+}
+
+// One rank: nothing moves between ranks, and every collective's output is its input (a sum, max or
+// average of one value is that value; one block gathered, scattered or exchanged). In place there
+// is nothing to do, so nothing is enqueued; out of place one copy: on a GPU a cudaMemcpyAsync on the
+// call's stream (the copy engine; one node when captured), on host memory a memmove.
+Status Comm::oneRankCall(const CollRequest& r) {
+  const size_t bytes = r.count * typeSize(r.type);
+  if (r.sendbuff == r.recvbuff) return Status::ok();
+  if (gpu_ != nullptr) return gpu_->copy(r.recvbuff, r.sendbuff, bytes, r.stream);
+  std::memmove(r.recvbuff, r.sendbuff, bytes);
+  return Status::ok();
 }
 
 // BRAID_TIMEOUT (core/watchdog.h): a listener for the peers' state queries, and the action on a

@@ -100,6 +100,7 @@ class Comm {
   Status connectGpu();
   exec::CudaCall gpuCall(const CollRequest& request) const;
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
+  Status oneRankCall(const CollRequest& request);
   Status failOnRemoteError(Status s);
   Status startWatch(uint16_t* port);
   void startGpuWatch();

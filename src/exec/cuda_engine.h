@@ -126,6 +126,10 @@ class CudaEngine {
   Status runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase, void* recvBase,
                 void* stream, const CallNote& note = CallNote{});
 
+  /// Copies `bytes` from `src` to `dst` (device or mapped memory) on `stream`, no kernel: a
+  /// one-rank communicator's out-of-place collective.
+  Status copy(void* dst, const void* src, size_t bytes, void* stream);
+
   /// Makes every kernel of this rank that waits on a peer give up (braidCommAbort).
   void abort();
 

@@ -20,6 +20,7 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp>, std::vector<algo::P2pOp>, co
                           const CallNote&) {
   return invalidUsage("no CUDA support");
 }
+Status CudaEngine::copy(void*, const void*, size_t, void*) { return invalidUsage("no CUDA support"); }
 void CudaEngine::abort() {}
 void CudaEngine::watchSample(GpuWatchSample* out) const { *out = GpuWatchSample{}; }
 void CudaEngine::connected() {}

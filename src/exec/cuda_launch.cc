@@ -219,6 +219,12 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   return Status::ok();
 }
 
+Status CudaEngine::copy(void* dst, const void* src, size_t bytes, void* stream) {
+  DeviceScope scope(s_->o.device);
+  return cudaCheck("cudaMemcpyAsync (a one-rank collective)",
+                   cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+}
+
 Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase,
                           void* recvBase, void* stream, const CallNote& note) {
   State& s = *s_;

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_cases.h"
@@ -332,6 +334,77 @@ TEST(GpuSendRecv, UnevenMessagesAcrossRanks) {
         ASSERT_EQ(got[i], byteOf(q, r, i)) << "rank " << r << " from " << q << " byte " << i;
     }
   }
+}
+
+}  // namespace
+}  // namespace braid::gputest
+
+namespace braid::gputest {
+namespace {
+
+// The nodes a capture of `call` on `stream` records (the graph is destroyed after counting).
+size_t nodesCaptured(cudaStream_t stream, const std::function<braidResult_t()>& call, cudaGraphNodeType* first) {
+  EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(call(), braidSuccess) << braidGetLastError();
+  cudaGraph_t g = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream, &g), cudaSuccess);
+  size_t n = 0;
+  EXPECT_EQ(cudaGraphGetNodes(g, nullptr, &n), cudaSuccess);
+  if (n > 0) {
+    std::vector<cudaGraphNode_t> nodes(n);
+    EXPECT_EQ(cudaGraphGetNodes(g, nodes.data(), &n), cudaSuccess);
+    EXPECT_EQ(cudaGraphNodeGetType(nodes[0], first), cudaSuccess);
+  }
+  cudaGraphDestroy(g);
+  return n;
+}
+
+// A one-rank communicator: every collective out of place gives its input (one copy, no kernel),
+// in place enqueues nothing at all (a captured graph of it is empty).
+TEST(GpuOneRank, OutOfPlaceIsOneCopyInPlaceIsNothing) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 1;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  const size_t count = (size_t{1} << 20) + 3;
+  std::vector<float> in(count), got(count);
+  for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>(i % 977) - 300.0f;
+  DeviceBuffer src(w.devices[0], count * sizeof(float)), dst(w.devices[0], count * sizeof(float));
+  writeDevice(w.devices[0], src.ptr, in.data(), count * sizeof(float));
+  braidComm_t c = w.comms[0];
+  braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[0]);
+  const std::vector<std::pair<const char*, std::function<braidResult_t(void*, void*)>>> calls = {
+      {"allreduce", [&](void* a, void* b) { return braidAllReduce(a, b, count, braidFloat32, braidAvg, c, s); }},
+      {"reduce", [&](void* a, void* b) { return braidReduce(a, b, count, braidFloat32, braidMax, 0, c, s); }},
+      {"reducescatter",
+       [&](void* a, void* b) { return braidReduceScatter(a, b, count, braidFloat32, braidSum, c, s); }},
+      {"broadcast", [&](void* a, void* b) { return braidBroadcast(a, b, count, braidFloat32, 0, c, s); }},
+      {"allgather", [&](void* a, void* b) { return braidAllGather(a, b, count, braidFloat32, c, s); }},
+      {"alltoall", [&](void* a, void* b) { return braidAllToAll(a, b, count, braidFloat32, c, s); }},
+  };
+  for (const auto& [name, call] : calls) {
+    fillDevice(w.devices[0], dst.ptr, 0xA5, count * sizeof(float));
+    ASSERT_EQ(call(src.ptr, dst.ptr), braidSuccess) << name << ": " << braidGetLastError();
+    ASSERT_TRUE(w.sync()) << w.error;
+    readDevice(w.devices[0], got.data(), dst.ptr, count * sizeof(float));
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], in[i]) << name << " element " << i;
+    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    EXPECT_EQ(nodesCaptured(
+                  w.streams[0], [&] { return call(src.ptr, dst.ptr); }, &type),
+              1u)
+        << name;
+    EXPECT_EQ(type, cudaGraphNodeTypeMemcpy) << name;
+    EXPECT_EQ(nodesCaptured(
+                  w.streams[0], [&] { return call(src.ptr, src.ptr); }, &type),
+              0u)
+        << name << " in place";
+  }
+  // In place, eagerly: the buffer keeps its values.
+  ASSERT_EQ(braidAllReduce(src.ptr, src.ptr, count, braidFloat32, braidSum, c, s), braidSuccess);
+  ASSERT_TRUE(w.sync()) << w.error;
+  readDevice(w.devices[0], got.data(), src.ptr, count * sizeof(float));
+  for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], in[i]) << "in place, element " << i;
 }
 
 }  // namespace

@@ -300,3 +300,40 @@ TEST(HostDecision, EnvironmentListsApplyPerCollectiveAndBadNamesFail) {
 }
 
 }  // namespace
+
+// One rank: every collective's output is its input, out of place (one copy) and in place (nothing
+// done); counts 1 and a million plus three; a reduction with every op (avg of one is the value).
+TEST(HostOneRank, EveryCollectiveGivesTheInput) {
+  braid::test::ThreadRanks ranks(1);
+  for (size_t count : {size_t{1}, size_t{1000003}}) {
+    std::vector<float> in(count), out(count, -1.0f);
+    for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>(i % 1013) * 0.5f - 7.0f;
+    auto expectInput = [&](const char* what) {
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(out[i], in[i]) << what << " count " << count << " element " << i;
+      }
+      std::fill(out.begin(), out.end(), -1.0f);
+    };
+    braidComm_t c = ranks[0];
+    for (braidRedOp_t op : {braidSum, braidProd, braidMax, braidMin, braidAvg}) {
+      ASSERT_EQ(braidAllReduce(in.data(), out.data(), count, braidFloat32, op, c, nullptr), braidSuccess);
+      expectInput("allreduce");
+      ASSERT_EQ(braidReduce(in.data(), out.data(), count, braidFloat32, op, 0, c, nullptr), braidSuccess);
+      expectInput("reduce");
+      ASSERT_EQ(braidReduceScatter(in.data(), out.data(), count, braidFloat32, op, c, nullptr), braidSuccess);
+      expectInput("reducescatter");
+    }
+    ASSERT_EQ(braidBroadcast(in.data(), out.data(), count, braidFloat32, 0, c, nullptr), braidSuccess);
+    expectInput("broadcast");
+    ASSERT_EQ(braidAllGather(in.data(), out.data(), count, braidFloat32, c, nullptr), braidSuccess);
+    expectInput("allgather");
+    ASSERT_EQ(braidAllToAll(in.data(), out.data(), count, braidFloat32, c, nullptr), braidSuccess);
+    expectInput("alltoall");
+    // In place: the buffer keeps its values.
+    out = in;
+    ASSERT_EQ(braidAllReduce(out.data(), out.data(), count, braidFloat32, braidSum, c, nullptr), braidSuccess);
+    ASSERT_EQ(braidAllGather(out.data(), out.data(), count, braidFloat32, c, nullptr), braidSuccess);
+    ASSERT_EQ(braidBroadcast(out.data(), out.data(), count, braidFloat32, 0, c, nullptr), braidSuccess);
+    expectInput("in place");
+  }
+}
