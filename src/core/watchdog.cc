@@ -36,9 +36,15 @@ struct CallWatch::Core {
   transport::CallTag tag;
   uint32_t collectives = 0;  // collectives begun (under tagMu)
 
-  // The checker thread's own.
+  // The checker thread's own, but lastChange, which a calling thread's late report reads.
   uint64_t lastSeq = 0, lastSteps = 0, firedSeq = 0;
-  Clock::time_point lastChange = Clock::now();
+  std::atomic<Clock::rep> lastChange{Clock::now().time_since_epoch().count()};
+  double sinceLastChange() const {
+    const Clock::time_point at{Clock::duration(lastChange.load(std::memory_order_relaxed))};
+    return std::chrono::duration<double>(Clock::now() - at).count();
+  }
+  // The call (this rank's number) that a stalled peer's query found this rank in.
+  std::atomic<uint64_t> peerStalledSeq{0};
 
   mutable std::mutex stallMu;
   std::condition_variable stallCv;
@@ -198,7 +204,7 @@ class Watchdog {
         }
         p.got += done;
         if (p.got < sizeof(WatchQuery)) continue;
-        if (p.query.magic == kWatchQueryMagic) answer(all, p);
+        if (p.query.magic == kWatchQueryMagic || p.query.magic == kWatchStalledQueryMagic) answer(all, p);
         p.socket.close();
       }
       const auto now = Clock::now();
@@ -214,7 +220,11 @@ class Watchdog {
   static void answer(const std::vector<std::shared_ptr<Core>>& all, Pending& p) {
     WatchState s;  // magic 0: no such communicator here
     for (const auto& c : all) {
-      if (c->commKey == p.query.commKey && c->rank == p.query.rank) s = c->snapshot();
+      if (c->commKey != p.query.commKey || c->rank != p.query.rank) continue;
+      s = c->snapshot();
+      if (p.query.magic == kWatchStalledQueryMagic && s.inCall != 0) {
+        c->peerStalledSeq.store(s.seq, std::memory_order_release);
+      }
     }
     p.socket.sendAll(&s, sizeof(s), net::Deadline::in(kQueryMs, nullptr)).ignore();
   }
@@ -232,7 +242,7 @@ class Watchdog {
     }
   }
 
-  static PeerState ask(const Core& c, int r) {
+  static PeerState ask(const Core& c, int r, bool stalled) {
     PeerState p;
     const net::SocketAddress& to = c.peers[r];
     if (to.port() == 0) {
@@ -247,7 +257,7 @@ class Watchdog {
       return p;
     }
     WatchQuery q;
-    q.magic = kWatchQueryMagic;
+    q.magic = stalled ? kWatchStalledQueryMagic : kWatchQueryMagic;
     q.rank = r;
     q.commKey = c.commKey;
     if (!s.sendAll(&q, sizeof(q), deadline).isOk()) {
@@ -266,8 +276,8 @@ class Watchdog {
 
   static void dumpOne(const Core& c) {
     if (!c.watching.load(std::memory_order_acquire)) return;
-    const double since = std::chrono::duration<double>(Clock::now() - c.lastChange).count();
-    BRAID_WARN(log::Subsys::kColl, stallReport(c.rank, since, gather(c), c.describeTag, true, c.sample().detail));
+    BRAID_WARN(log::Subsys::kColl,
+               stallReport(c.rank, c.sinceLastChange(), gather(c, false), c.describeTag, true, c.sample().detail));
   }
 
   static void checkOne(Core& c) {
@@ -279,23 +289,37 @@ class Watchdog {
     if (first.state.inCall == 0 || seq != c.lastSeq || steps != c.lastSteps) {
       c.lastSeq = seq;
       c.lastSteps = steps;
-      c.lastChange = now;
+      c.lastChange.store(now.time_since_epoch().count(), std::memory_order_relaxed);
       return;
     }
-    if (c.firedSeq == seq || now - c.lastChange < std::chrono::milliseconds(c.settings.timeoutMs)) return;
+    // A stalled peer asked about this call: two checks without a step are enough to report too.
+    const bool peerStalled = c.peerStalledSeq.load(std::memory_order_acquire) == seq;
+    const auto quiet = now - Clock::time_point(Clock::duration(c.lastChange.load(std::memory_order_relaxed)));
+    const auto enough = std::chrono::milliseconds(peerStalled ? 2 * kCheckEveryMs : c.settings.timeoutMs);
+    if (c.firedSeq == seq || quiet < enough) return;
     c.firedSeq = seq;
-    if (c.settings.abortOnStall) {
+    fire(c, seq, steps, false);
+  }
+
+ public:
+  // Reports call `seq` of `c` stalled: gathers every rank's state and, with the abort action, ends
+  // the call with the report. One report per call: the checker and a calling thread whose call a
+  // peer's report ended (`late`: the call is over, no progress to recheck) claim it under stallMu.
+  static void fire(Core& c, uint64_t seq, uint64_t steps, bool late) {
+    {
       std::lock_guard<std::mutex> lock(c.stallMu);
+      if (c.reportingSeq == seq || c.stallSeq == seq) return;
       c.reportingSeq = seq;
     }
-    const double stalled = std::chrono::duration<double>(Clock::now() - c.lastChange).count();
-    std::vector<PeerState> ranks = gather(c);
+    const double stalled = c.sinceLastChange();
+    std::vector<PeerState> ranks = gather(c, true);
+    if (late) ranks[c.rank].state.inCall = 1;  // its report describes the call it was in
     std::unique_lock<std::mutex> lock(c.stallMu);
     c.reportingSeq = 0;
+    const WatchSample now = c.sample();
+    std::string report = stallReport(c.rank, stalled, ranks, c.describeTag, false, now.detail);
     // The call may have moved on while the peers were asked: then there is nothing to report.
-    const WatchSample now2 = c.sample();
-    std::string report = stallReport(c.rank, stalled, ranks, c.describeTag, false, now2.detail);
-    if (now2.state.seq != seq || now2.state.inCall == 0 || now2.progress != steps) {
+    if (!late && (now.state.seq != seq || now.state.inCall == 0 || now.progress != steps)) {
       lock.unlock();
       c.stallCv.notify_all();
       return;
@@ -312,8 +336,10 @@ class Watchdog {
     c.stallCv.notify_all();
   }
 
-  // Every rank's state, the peers asked at once (each query bounded by kQueryMs).
-  static std::vector<PeerState> gather(const Core& c) {
+ private:
+  // Every rank's state, the peers asked at once (each query bounded by kQueryMs); `stalled`: for a
+  // stall report (the peers then report too).
+  static std::vector<PeerState> gather(const Core& c, bool stalled) {
     std::vector<PeerState> ranks(c.nranks);
     constexpr int kAtOnce = 32;
     for (int first = 0; first < c.nranks; first += kAtOnce) {
@@ -322,7 +348,7 @@ class Watchdog {
         if (r == c.rank) {
           ranks[r].state = c.snapshot();
         } else {
-          asking.emplace_back([&c, &ranks, r] { ranks[r] = ask(c, r); });
+          asking.emplace_back([&c, &ranks, r, stalled] { ranks[r] = ask(c, r, stalled); });
         }
       }
       for (std::thread& t : asking) t.join();
@@ -557,6 +583,15 @@ bool CallWatch::stalled(Status* report) const {
   // while this rank's report is still being gathered: wait for it (each query is bounded).
   const auto gathering = std::chrono::milliseconds(kQueryMs * (c.nranks / 32 + 2));
   c.stallCv.wait_for(lock, gathering, [&] { return c.reportingSeq != seq || c.stallSeq == seq; });
+  if (c.stallSeq != seq && c.settings.abortOnStall && c.peerStalledSeq.load(std::memory_order_acquire) == seq &&
+      c.reportingSeq != seq) {
+    // A stalled peer asked about this call, and its abort ended the call before this rank's own
+    // checker reported: report now, from here.
+    lock.unlock();
+    Watchdog::fire(c, seq, 0, true);
+    lock.lock();
+    c.stallCv.wait_for(lock, gathering, [&] { return c.reportingSeq != seq || c.stallSeq == seq; });
+  }
   if (c.stallSeq == 0 || c.stallSeq != seq) return false;
   *report = c.stall;
   return true;

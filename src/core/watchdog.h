@@ -62,7 +62,11 @@ struct WatchQuery {
 static_assert(sizeof(WatchQuery) == 16, "WatchQuery crosses sockets byte for byte");
 
 constexpr uint32_t kWatchQueryMagic = 0x44575242;  // "BRWD"
-constexpr uint32_t kWatchStateMagic = 0x53575242;  // "BRWS"
+/// The same query from a rank whose watchdog found it stalled: the rank asked then reports too
+/// (at once, if its own call has not moved either), so that every stuck rank says what it sees
+/// even when the asker's abort ends the others' calls before their own timeouts.
+constexpr uint32_t kWatchStalledQueryMagic = 0x58575242;  // "BRWX"
+constexpr uint32_t kWatchStateMagic = 0x53575242;         // "BRWS"
 
 /// What another rank was found doing when this one stalled.
 struct PeerState {
