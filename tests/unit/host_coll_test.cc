@@ -334,6 +334,7 @@ TEST(HostOneRank, EveryCollectiveGivesTheInput) {
     ASSERT_EQ(braidAllReduce(out.data(), out.data(), count, braidFloat32, braidSum, c, nullptr), braidSuccess);
     ASSERT_EQ(braidAllGather(out.data(), out.data(), count, braidFloat32, c, nullptr), braidSuccess);
     ASSERT_EQ(braidBroadcast(out.data(), out.data(), count, braidFloat32, 0, c, nullptr), braidSuccess);
+    ASSERT_EQ(braidAllToAll(out.data(), out.data(), count, braidFloat32, c, nullptr), braidSuccess);
     expectInput("in place");
   }
 }
