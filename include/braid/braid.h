@@ -223,6 +223,24 @@ BRAID_API braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff,
                                            braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                                            braidStream_t stream);
 
+/** Where a pre-multiplied sum's scalar lives. The values equal NCCL's ncclScalarResidence_t. */
+typedef enum {
+  braidScalarDevice = 0,       /**< `scalar` points to memory each call reads when it runs (a GPU
+                                    communicator's: device memory, so a CUDA graph replays the
+                                    current value; a host communicator's: host memory). */
+  braidScalarHostImmediate = 1 /**< `*scalar` (host memory) is read once, at creation. */
+} braidScalarResidence_t;
+
+/** Creates a reduction op of `comm` for `datatype`: every rank's input is multiplied by its own
+    scalar (one element of `datatype`), then summed, in the type's arithmetic (float16, bfloat16
+    and fp8 multiply in float and round). It may be used in all-reduce, reduce and reduce-scatter
+    calls of `comm` on `datatype` until braidRedOpDestroy; `*op` is a value from braidNumOps up. */
+BRAID_API braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDataType_t datatype,
+                                                  braidScalarResidence_t residence, braidComm_t comm);
+
+/** Destroys an op made by braidRedOpCreatePreMulSum on `comm` (calls already enqueued keep it). */
+BRAID_API braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
+
 /** recvbuff[r * count + i] = rank r's sendbuff[rank * count + i]. */
 BRAID_API braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype,
                                       braidComm_t comm, braidStream_t stream);

@@ -18,14 +18,17 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
     return core::failGroup([&]() -> Status {
       std::shared_ptr<core::Comm> comm;
       BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
-      BRAID_RETURN_IF_ERROR(checkCollective(shape, args, comm->rank(), comm->nranks()));
       core::CollRequest r;
+      r.op = args.op;
+      r.type = args.type;
+      if (shape.hasOp) BRAID_RETURN_IF_ERROR(comm->resolvePreMul(&r));  // the communicator's own ops
+      CollArgs checked = args;
+      checked.op = r.op;
+      BRAID_RETURN_IF_ERROR(checkCollective(shape, checked, comm->rank(), comm->nranks()));
       r.coll = coll;
       r.sendbuff = args.sendbuff;
       r.recvbuff = const_cast<void*>(args.recvbuff);
       r.count = args.count;
-      r.type = args.type;
-      r.op = args.op;
       r.root = args.rootOrPeer;
       r.stream = stream;
       if (core::groupDepth() == 0) return comm->collective(r);  // the common case: nothing to hold

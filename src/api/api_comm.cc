@@ -169,6 +169,30 @@ braidResult_t braidCommAbort(braidComm_t comm) {
   });
 }
 
+braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDataType_t datatype,
+                                        braidScalarResidence_t residence, braidComm_t comm) {
+  return api::guard("braidRedOpCreatePreMulSum", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(op, "op"));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(scalar, "scalar"));
+    BRAID_RETURN_IF_ERROR(api::checkType(datatype));
+    if (residence != braidScalarDevice && residence != braidScalarHostImmediate) {
+      return braid::invalidArgument("'residence' = " + std::to_string(static_cast<int>(residence)) +
+                                    " is neither braidScalarDevice nor braidScalarHostImmediate");
+    }
+    return c->createPreMulSum(scalar, datatype, residence == braidScalarHostImmediate, op);
+  });
+}
+
+braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm) {
+  return api::guard("braidRedOpDestroy", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    return c->destroyRedOp(op);
+  });
+}
+
 braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError) {
   return api::guard("braidCommGetAsyncError", [&]() -> Status {
     std::shared_ptr<core::Comm> c;

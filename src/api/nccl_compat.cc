@@ -233,12 +233,19 @@ BRAID_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, nccl
 BRAID_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
   return unsupported("ncclCommWindowDeregister", "symmetric memory windows are not available");
 }
-BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t,
-                                                   ncclComm_t) {
-  return unsupported("ncclRedOpCreatePreMulSum", "pre-multiplied sums are not available yet (ncclAvg is)");
+BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                   ncclScalarResidence_t residence, ncclComm_t comm) {
+  static_assert(static_cast<int>(ncclScalarDevice) == braidScalarDevice &&
+                    static_cast<int>(ncclScalarHostImmediate) == braidScalarHostImmediate,
+                "the residences agree");
+  braidRedOp_t made = braidSum;
+  braidResult_t r = braidRedOpCreatePreMulSum(op != nullptr ? &made : nullptr, scalar, type(datatype),
+                                              static_cast<braidScalarResidence_t>(residence), toBraid(comm));
+  if (r == braidSuccess) *op = static_cast<ncclRedOp_t>(made);
+  return result(r);
 }
-BRAID_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t, ncclComm_t) {
-  return unsupported("ncclRedOpDestroy", "no operator can have been created");
+BRAID_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return result(braidRedOpDestroy(static_cast<braidRedOp_t>(op), toBraid(comm)));
 }
 
 BRAID_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -82,6 +83,14 @@ class Comm {
   /// kernel, protocol and stream share one launch (CudaEngine::runBatch).
   Status collectives(const std::vector<CollRequest>& requests);
 
+  /// braidRedOpCreatePreMulSum / braidRedOpDestroy: this communicator's pre-multiplied sums.
+  /// `immediate`: *scalar is read now; else `scalar` is read by each call as it runs.
+  Status createPreMulSum(const void* scalar, braidDataType_t type, bool immediate, braidRedOp_t* out);
+  Status destroyRedOp(braidRedOp_t op);
+  /// A call whose op is one of this communicator's pre-multiplied sums (for its type) becomes a sum
+  /// with the scalar in `r`; an op from braidNumOps up that is not is an error naming it.
+  Status resolvePreMul(CollRequest* r) const;
+
   /// Runs sends and receives together (one group's worth on this communicator).
   Status p2p(const std::vector<P2pRequest>& requests);
 
@@ -101,6 +110,8 @@ class Comm {
   exec::CudaCall gpuCall(const CollRequest& request) const;
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status oneRankCall(const CollRequest& request);
+  Status preMultiply(CollRequest* r, std::vector<std::vector<char>>* hostCopies,
+                     std::vector<std::pair<void*, void*>>* deviceCopies);
   Status failOnRemoteError(Status s);
   Status startWatch(uint16_t* port);
   void startGpuWatch();
@@ -126,6 +137,15 @@ class Comm {
   const bool checkCalls_;
   std::mutex checkMu_;
   uint64_t callSeq_ = 0;
+
+  struct PreMulOp {
+    braidDataType_t type = braidFloat32;
+    uint64_t value = 0;             // the scalar's bytes, read at creation (immediate)
+    const void* pointer = nullptr;  // or where each call reads it
+  };
+  mutable std::mutex opsMu_;
+  std::map<int, PreMulOp> ops_;
+  int nextOp_ = braidNumOps;
   // BRAID_TIMEOUT on a GPU: the calls and collectives queued (each launch notes its call), and the
   // peers' watch listeners until the engine exists (connectGpu starts the watch).
   uint64_t gpuCalls_ = 0;

@@ -222,6 +222,10 @@ HostEngine::~HostEngine() {
   }
 }
 
+size_t sendElems(const CollRequest& r, int nranks) {
+  return r.coll == algo::Coll::kReduceScatter ? r.count * static_cast<size_t>(nranks) : r.count;
+}
+
 size_t messageBytes(const CollRequest& r, int nranks) {
   size_t bytes = r.count * typeSize(r.type);
   bool gathers = r.coll == algo::Coll::kAllGather || r.coll == algo::Coll::kReduceScatter;

@@ -37,7 +37,16 @@ struct CollRequest {
   braidRedOp_t op = braidSum;
   int root = 0;
   void* stream = nullptr;  // cudaStream_t of a GPU communicator's call
+  // A pre-multiplied sum (braidRedOpCreatePreMulSum): op is braidSum, and the input is multiplied
+  // by the scalar first: `preMulValue` (read at creation) or, when null, `*preMulPointer` as the
+  // call runs.
+  bool preMul = false;
+  uint64_t preMulValue = 0;
+  const void* preMulPointer = nullptr;
 };
+
+/// Elements a collective reads from its send buffer: count, or count x ranks for reduce-scatter.
+size_t sendElems(const CollRequest& request, int nranks);
 
 /// The tag of collective number `seq`: the fields every rank of it must agree on (root and op only
 /// where the collective has them). It travels in each FIFO slot's header and the watchdog's reports.

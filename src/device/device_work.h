@@ -246,6 +246,15 @@ int launchCollKernel(KernelKind kind, Proto proto, int channels, const CollKerne
 /// The same for the send/recv kernel (two lanes).
 int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* stream);
 
+/// dst[i] = src[i] x scalar for i < n elements of braidDataType_t `type` (the host's prod rules,
+/// exec/host_reduce.h), on `stream`: the scalar is `*deviceScalar` read as the kernel runs, or
+/// `value` (its bytes) where deviceScalar is null. Returns the cudaError_t of the launch.
+int launchPremultiply(void* dst, const void* src, size_t n, int type, uint64_t value, const void* deviceScalar,
+                      void* stream);
+
+/// The pre-multiplication kernels (premul.cu), one per type, for loadKernels.
+const void* const* premultiplyKernels(int* count);
+
 /// Loads every kernel into the current device's context now. Under CUDA's lazy loading (the default)
 /// a kernel's first launch loads it, and loading may wait for the kernels already running: a kernel
 /// spinning on a peer whose own launch waits behind that load would never finish (ranks sharing a

@@ -64,6 +64,12 @@ int loadKernels(size_t* localBytes) {
       if (err != cudaSuccess) return static_cast<int>(err);
     }
   }
+  int premul = 0;
+  const void* const* premulKernels = premultiplyKernels(&premul);
+  for (int i = 0; i < premul; ++i) {
+    cudaError_t err = load(KernelRef{premulKernels[i], "braid_PreMultiply"});
+    if (err != cudaSuccess) return static_cast<int>(err);
+  }
   size_t limit = 0;
   cudaError_t err = cudaDeviceGetLimit(&limit, cudaLimitStackSize);
   if (err == cudaSuccess && limit < *localBytes) err = cudaDeviceSetLimit(cudaLimitStackSize, *localBytes);

@@ -130,6 +130,14 @@ class CudaEngine {
   /// one-rank communicator's out-of-place collective.
   Status copy(void* dst, const void* src, size_t bytes, void* stream);
 
+  /// A pre-multiplied sum's input: `*out` gets scratch (cudaMallocAsync on `stream`) holding `n`
+  /// elements of `src` times the scalar, `*hostScalar` (taken now) or else `*deviceScalar` (read by
+  /// the kernel as it runs, so a CUDA graph replays the current value). releaseScratch frees it on
+  /// the stream after the call that reads it.
+  Status premultiply(const void* src, size_t n, braidDataType_t type, const void* hostScalar, const void* deviceScalar,
+                     void* stream, void** out);
+  Status releaseScratch(void* scratch, void* stream);
+
   /// Makes every kernel of this rank that waits on a peer give up (braidCommAbort).
   void abort();
 

@@ -21,6 +21,10 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp>, std::vector<algo::P2pOp>, co
   return invalidUsage("no CUDA support");
 }
 Status CudaEngine::copy(void*, const void*, size_t, void*) { return invalidUsage("no CUDA support"); }
+Status CudaEngine::premultiply(const void*, size_t, braidDataType_t, const void*, const void*, void*, void**) {
+  return invalidUsage("no CUDA support");
+}
+Status CudaEngine::releaseScratch(void*, void*) { return invalidUsage("no CUDA support"); }
 void CudaEngine::abort() {}
 void CudaEngine::watchSample(GpuWatchSample* out) const { *out = GpuWatchSample{}; }
 void CudaEngine::connected() {}

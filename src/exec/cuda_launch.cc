@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -223,6 +224,25 @@ Status CudaEngine::copy(void* dst, const void* src, size_t bytes, void* stream) 
   DeviceScope scope(s_->o.device);
   return cudaCheck("cudaMemcpyAsync (a one-rank collective)",
                    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+}
+
+Status CudaEngine::premultiply(const void* src, size_t n, braidDataType_t type, const void* hostScalar,
+                               const void* deviceScalar, void* stream, void** out) {
+  DeviceScope scope(s_->o.device);
+  auto cs = static_cast<cudaStream_t>(stream);
+  const size_t bytes = n * device::elemSizeOf(type);
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMallocAsync (a pre-multiplied sum's input)", cudaMallocAsync(out, bytes, cs)));
+  uint64_t value = 0;
+  if (hostScalar != nullptr) std::memcpy(&value, hostScalar, device::elemSizeOf(type));
+  return cudaCheck("the pre-multiplication kernel",
+                   static_cast<cudaError_t>(
+                       device::launchPremultiply(*out, src, n, static_cast<int>(type), value, deviceScalar, stream)));
+}
+
+Status CudaEngine::releaseScratch(void* scratch, void* stream) {
+  DeviceScope scope(s_->o.device);
+  return cudaCheck("cudaFreeAsync (a pre-multiplied sum's input)",
+                   cudaFreeAsync(scratch, static_cast<cudaStream_t>(stream)));
 }
 
 Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase,

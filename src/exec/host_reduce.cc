@@ -251,42 +251,56 @@ void divideAs(void* dst, const void* src, size_t n, int divisor) {
   if (i < n) divideBlock<Fmt>(d + i * kSize, s + i * kSize, n - i, divisor);
 }
 
-}  // namespace
+template <typename Fmt>
+void premultiplyAs(void* dst, const void* src, size_t n, const void* scalar) {
+  using Bits = typename Fmt::Bits;
+  constexpr size_t kSize = sizeof(Bits);
+  Bits sBits;
+  std::memcpy(&sBits, scalar, kSize);
+  const auto factor = Fmt::load(sBits);
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  Bits x[kBlock];
+  for (size_t i = 0; i < n; i += kBlock) {
+    const size_t count = n - i < kBlock ? n - i : kBlock;
+    std::memcpy(x, s + i * kSize, count * kSize);
+    for (size_t j = 0; j < count; ++j) x[j] = Fmt::store(ProdOp::apply(Fmt::load(x[j]), factor));
+    std::memcpy(d + i * kSize, x, count * kSize);
+  }
+}
 
-void reduceElems(void* dst, const void* a, const void* b, size_t n, braidDataType_t type, braidRedOp_t op) {
+// Calls f(Fmt{}) with the element format of `type`; nothing for an invalid type.
+template <class F>
+void withFormat(braidDataType_t type, F&& f) {
   switch (type) {
-    case braidInt8: return reduceAs<Native<int8_t>>(dst, a, b, n, op);
-    case braidUint8: return reduceAs<Native<uint8_t>>(dst, a, b, n, op);
-    case braidInt32: return reduceAs<Native<int32_t>>(dst, a, b, n, op);
-    case braidUint32: return reduceAs<Native<uint32_t>>(dst, a, b, n, op);
-    case braidInt64: return reduceAs<Native<int64_t>>(dst, a, b, n, op);
-    case braidUint64: return reduceAs<Native<uint64_t>>(dst, a, b, n, op);
-    case braidFloat16: return reduceAs<Half>(dst, a, b, n, op);
-    case braidFloat32: return reduceAs<Native<float>>(dst, a, b, n, op);
-    case braidFloat64: return reduceAs<Native<double>>(dst, a, b, n, op);
-    case braidBfloat16: return reduceAs<Bf16>(dst, a, b, n, op);
-    case braidFloat8e4m3: return reduceAs<E4m3>(dst, a, b, n, op);
-    case braidFloat8e5m2: return reduceAs<E5m2>(dst, a, b, n, op);
+    case braidInt8: return f(Native<int8_t>{});
+    case braidUint8: return f(Native<uint8_t>{});
+    case braidInt32: return f(Native<int32_t>{});
+    case braidUint32: return f(Native<uint32_t>{});
+    case braidInt64: return f(Native<int64_t>{});
+    case braidUint64: return f(Native<uint64_t>{});
+    case braidFloat16: return f(Half{});
+    case braidFloat32: return f(Native<float>{});
+    case braidFloat64: return f(Native<double>{});
+    case braidBfloat16: return f(Bf16{});
+    case braidFloat8e4m3: return f(E4m3{});
+    case braidFloat8e5m2: return f(E5m2{});
     default: return;
   }
 }
 
+}  // namespace
+
+void premultiplyElems(void* dst, const void* src, size_t n, braidDataType_t type, const void* scalar) {
+  withFormat(type, [&](auto fmt) { premultiplyAs<decltype(fmt)>(dst, src, n, scalar); });
+}
+
+void reduceElems(void* dst, const void* a, const void* b, size_t n, braidDataType_t type, braidRedOp_t op) {
+  withFormat(type, [&](auto fmt) { reduceAs<decltype(fmt)>(dst, a, b, n, op); });
+}
+
 void divideElems(void* dst, const void* src, size_t n, braidDataType_t type, int divisor) {
-  switch (type) {
-    case braidInt8: return divideAs<Native<int8_t>>(dst, src, n, divisor);
-    case braidUint8: return divideAs<Native<uint8_t>>(dst, src, n, divisor);
-    case braidInt32: return divideAs<Native<int32_t>>(dst, src, n, divisor);
-    case braidUint32: return divideAs<Native<uint32_t>>(dst, src, n, divisor);
-    case braidInt64: return divideAs<Native<int64_t>>(dst, src, n, divisor);
-    case braidUint64: return divideAs<Native<uint64_t>>(dst, src, n, divisor);
-    case braidFloat16: return divideAs<Half>(dst, src, n, divisor);
-    case braidFloat32: return divideAs<Native<float>>(dst, src, n, divisor);
-    case braidFloat64: return divideAs<Native<double>>(dst, src, n, divisor);
-    case braidBfloat16: return divideAs<Bf16>(dst, src, n, divisor);
-    case braidFloat8e4m3: return divideAs<E4m3>(dst, src, n, divisor);
-    case braidFloat8e5m2: return divideAs<E5m2>(dst, src, n, divisor);
-    default: return;
-  }
+  withFormat(type, [&](auto fmt) { divideAs<decltype(fmt)>(dst, src, n, divisor); });
 }
 
 float halfToFloat(uint16_t bits) { return HalfFormat::toFloat(bits); }

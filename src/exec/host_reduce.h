@@ -59,6 +59,11 @@ namespace braid::exec {
 /// (the API layer rejects those) leaves dst unchanged.
 void reduceElems(void* dst, const void* a, const void* b, size_t n, braidDataType_t type, braidRedOp_t op);
 
+/// A pre-multiplied sum's first step: dst[i] = src[i] x *scalar (one element of `type`), with the
+/// prod rules above (integers wrap; narrow floats multiply in float and round). dst may alias src
+/// exactly.
+void premultiplyElems(void* dst, const void* src, size_t n, braidDataType_t type, const void* scalar);
+
 /// The avg post-operation: dst[i] = src[i] / divisor, with the rounding described above (integers
 /// truncate toward zero). divisor must be >= 1. dst may alias src exactly.
 void divideElems(void* dst, const void* src, size_t n, braidDataType_t type, int divisor);

@@ -409,3 +409,108 @@ TEST(GpuOneRank, OutOfPlaceIsOneCopyInPlaceIsNothing) {
 
 }  // namespace
 }  // namespace braid::gputest
+
+namespace braid::gputest {
+namespace {
+
+// Pre-multiplied sums on GPUs: 3 ranks sharing the GPU, each scalar in device memory, an
+// all-reduce, a reduce-scatter and a reduce captured into one graph per rank, replayed after the
+// scalars changed (the kernels read the current values); then an immediate scalar, eagerly.
+// Inputs and scalars are small integers and halves, so float32 sums are exact.
+TEST(GpuPreMulSum, DeviceScalarsInAGraphReplayTheCurrentValue) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 3;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  const int n = w.size();
+  const size_t count = (size_t{1} << 16) + 5;
+  std::vector<std::unique_ptr<DeviceBuffer>> in, ar, rs, rd, scalars;
+  std::vector<braidRedOp_t> ops(n);
+  auto x = [](int r, size_t i) { return static_cast<float>((i * 5 + r) % 11); };
+  for (int r = 0; r < n; ++r) {
+    std::vector<float> host(count * n);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = x(r, i);
+    in.push_back(std::make_unique<DeviceBuffer>(w.devices[r], host.size() * sizeof(float)));
+    writeDevice(w.devices[r], in[r]->ptr, host.data(), host.size() * sizeof(float));
+    ar.push_back(std::make_unique<DeviceBuffer>(w.devices[r], count * sizeof(float)));
+    rs.push_back(std::make_unique<DeviceBuffer>(w.devices[r], count * sizeof(float)));
+    rd.push_back(std::make_unique<DeviceBuffer>(w.devices[r], count * sizeof(float)));
+    scalars.push_back(std::make_unique<DeviceBuffer>(w.devices[r], sizeof(float)));
+    ASSERT_EQ(braidRedOpCreatePreMulSum(&ops[r], scalars[r]->ptr, braidFloat32, braidScalarDevice, w.comms[r]),
+              braidSuccess)
+        << braidGetLastError();
+  }
+  auto setScalars = [&](float base) {
+    for (int r = 0; r < n; ++r) {
+      const float s = base + 0.5f * r;
+      writeDevice(w.devices[r], scalars[r]->ptr, &s, sizeof(s));
+    }
+  };
+  std::vector<cudaGraphExec_t> graphs(n);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(cudaSetDevice(w.devices[r]), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeRelaxed), cudaSuccess);
+  }
+  for (int r = 0; r < n; ++r) {
+    braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[r]);
+    ASSERT_EQ(braidAllReduce(in[r]->ptr, ar[r]->ptr, count, braidFloat32, ops[r], w.comms[r], s), braidSuccess);
+    ASSERT_EQ(braidReduceScatter(in[r]->ptr, rs[r]->ptr, count, braidFloat32, ops[r], w.comms[r], s), braidSuccess);
+    ASSERT_EQ(braidReduce(in[r]->ptr, rd[r]->ptr, count, braidFloat32, ops[r], 2, w.comms[r], s), braidSuccess);
+  }
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  for (int r = 0; r < n; ++r) {
+    cudaGraph_t g = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(w.streams[r], &g), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&graphs[r], g, 0), cudaSuccess);
+    cudaGraphDestroy(g);
+  }
+  for (float base : {1.0f, 3.0f}) {
+    setScalars(base);
+    for (int r = 0; r < n; ++r) ASSERT_EQ(cudaGraphLaunch(graphs[r], w.streams[r]), cudaSuccess);
+    ASSERT_TRUE(w.sync()) << w.error;
+    auto expected = [&](size_t i) {
+      float sum = 0;
+      for (int q = 0; q < n; ++q) sum += (base + 0.5f * q) * x(q, i);
+      return sum;
+    };
+    std::vector<float> got(count);
+    for (int r = 0; r < n; ++r) {
+      readDevice(w.devices[r], got.data(), ar[r]->ptr, count * sizeof(float));
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], expected(i)) << "allreduce rank " << r << " element " << i;
+      readDevice(w.devices[r], got.data(), rs[r]->ptr, count * sizeof(float));
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(got[i], expected(r * count + i)) << "reducescatter rank " << r << " element " << i;
+    }
+    readDevice(w.devices[2], got.data(), rd[2]->ptr, count * sizeof(float));
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], expected(i)) << "reduce at root 2, element " << i;
+  }
+  for (int r = 0; r < n; ++r) {
+    cudaGraphExecDestroy(graphs[r]);
+    EXPECT_EQ(braidRedOpDestroy(ops[r], w.comms[r]), braidSuccess);
+  }
+  // An immediate scalar, taken at creation, in place.
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < n; ++r) {
+    const float s = 2.0f + r;
+    ASSERT_EQ(
+        braidRedOpCreatePreMulSum(&ops[r], const_cast<float*>(&s), braidFloat32, braidScalarHostImmediate, w.comms[r]),
+        braidSuccess);
+    ASSERT_EQ(braidAllReduce(in[r]->ptr, in[r]->ptr, count, braidFloat32, ops[r], w.comms[r],
+                             reinterpret_cast<braidStream_t>(w.streams[r])),
+              braidSuccess);
+  }
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  ASSERT_TRUE(w.sync()) << w.error;
+  std::vector<float> got(count);
+  readDevice(w.devices[1], got.data(), in[1]->ptr, count * sizeof(float));
+  for (size_t i = 0; i < count; ++i) {
+    float sum = 0;
+    for (int q = 0; q < n; ++q) sum += (2.0f + q) * x(q, i);
+    ASSERT_EQ(got[i], sum) << "in place, element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace braid::gputest

@@ -338,3 +338,139 @@ TEST(HostOneRank, EveryCollectiveGivesTheInput) {
     expectInput("in place");
   }
 }
+
+// Pre-multiplied sums (braidRedOpCreatePreMulSum) on 3 thread ranks: rank r's input times its own
+// scalar, summed. Inputs and scalars are small enough that every product and sum is exact in each
+// type, so the reference is plain double arithmetic.
+namespace {
+
+// `value` as one element of `type` (exact for the values used here).
+std::vector<unsigned char> elementOf(double value, braidDataType_t type) {
+  std::vector<unsigned char> e(braid::core::typeSize(type));
+  auto put = [&](auto v) { std::memcpy(e.data(), &v, sizeof(v)); };
+  switch (type) {
+    case braidInt8: put(static_cast<int8_t>(value)); break;
+    case braidUint8: put(static_cast<uint8_t>(value)); break;
+    case braidInt32: put(static_cast<int32_t>(value)); break;
+    case braidUint32: put(static_cast<uint32_t>(value)); break;
+    case braidInt64: put(static_cast<int64_t>(value)); break;
+    case braidUint64: put(static_cast<uint64_t>(value)); break;
+    case braidFloat16: put(braid::exec::floatToHalf(static_cast<float>(value))); break;
+    case braidFloat32: put(static_cast<float>(value)); break;
+    case braidFloat64: put(value); break;
+    case braidBfloat16: put(braid::exec::floatToBf16(static_cast<float>(value))); break;
+    case braidFloat8e4m3: put(braid::exec::floatToFp8e4m3(static_cast<float>(value))); break;
+    default: put(braid::exec::floatToFp8e5m2(static_cast<float>(value))); break;
+  }
+  return e;
+}
+
+bool isInteger(braidDataType_t t) { return t <= braidUint64; }
+
+}  // namespace
+
+TEST(HostPreMulSum, EveryTypeAllReduceReduceAndReduceScatter) {
+  braid::test::ThreadRanks ranks(3);
+  const int n = 3;
+  const size_t count = 1000;  // per rank for reduce-scatter's output, whole for the others
+  for (int t = 0; t < braidNumTypes; ++t) {
+    const auto type = static_cast<braidDataType_t>(t);
+    SCOPED_TRACE(braid::core::typeName(type));
+    const bool fp8 = type == braidFloat8e4m3 || type == braidFloat8e5m2;
+    auto x = [&](int r, size_t i) { return static_cast<double>(fp8 ? (i + r) % 2 : (i * 7 + r) % 9); };
+    auto scalar = [&](int r) { return isInteger(type) ? 1.0 + r : fp8 ? 1.0 + (r % 2) : 0.5 * (r + 1); };
+    const size_t es = braid::core::typeSize(type);
+    std::vector<std::vector<unsigned char>> in(n), out(n), scalars(n);
+    std::vector<braidRedOp_t> ops(n);
+    for (int r = 0; r < n; ++r) {
+      scalars[r] = elementOf(scalar(r), type);
+      ASSERT_EQ(braidRedOpCreatePreMulSum(&ops[r], scalars[r].data(), type, braidScalarHostImmediate, ranks[r]),
+                braidSuccess)
+          << braidGetLastError();
+      EXPECT_GE(static_cast<int>(ops[r]), static_cast<int>(braidNumOps));
+      for (size_t i = 0; i < count * n; ++i) {
+        std::vector<unsigned char> e = elementOf(x(r, i), type);
+        in[r].insert(in[r].end(), e.begin(), e.end());
+      }
+      out[r].assign(count * n * es, 0xEE);
+    }
+    auto expected = [&](size_t i) {
+      double sum = 0;
+      for (int q = 0; q < n; ++q) sum += scalar(q) * x(q, i);
+      return sum;
+    };
+    auto check = [&](const std::vector<unsigned char>& buf, size_t first, size_t elems, const char* what) {
+      for (size_t i = 0; i < elems; ++i) {
+        ASSERT_EQ(braid::exec::elementToDouble(buf.data() + i * es, type), expected(first + i))
+            << what << " element " << i;
+      }
+    };
+    std::vector<std::string> errors;
+    auto rc = ranks.each(
+        [&](int r) { return braidAllReduce(in[r].data(), out[r].data(), count, type, ops[r], ranks[r], nullptr); },
+        &errors);
+    for (int r = 0; r < n; ++r) ASSERT_EQ(rc[r], braidSuccess) << errors[r];
+    for (int r = 0; r < n; ++r) check(out[r], 0, count, "allreduce");
+    rc = ranks.each(
+        [&](int r) { return braidReduceScatter(in[r].data(), out[r].data(), count, type, ops[r], ranks[r], nullptr); },
+        &errors);
+    for (int r = 0; r < n; ++r) ASSERT_EQ(rc[r], braidSuccess) << errors[r];
+    for (int r = 0; r < n; ++r) check(out[r], r * count, count, "reducescatter");
+    rc = ranks.each(
+        [&](int r) { return braidReduce(in[r].data(), in[r].data(), count, type, ops[r], 1, ranks[r], nullptr); },
+        &errors);  // in place: rank 1's input becomes the result
+    for (int r = 0; r < n; ++r) ASSERT_EQ(rc[r], braidSuccess) << errors[r];
+    check(in[1], 0, count, "reduce in place");
+    for (int r = 0; r < n; ++r) EXPECT_EQ(braidRedOpDestroy(ops[r], ranks[r]), braidSuccess);
+  }
+}
+
+// A scalar in "device" residence is read by each call as it runs (on host memory: from host memory),
+// an immediate one once, at creation. Ops belong to their communicator and type; a destroyed op, one
+// of another communicator, a built-in op and a wrong type are refused, naming the op.
+TEST(HostPreMulSum, ResidenceOwnershipAndErrors) {
+  braid::test::ThreadRanks ranks(2), other(1);
+  float live[2] = {2.0f, 3.0f}, now[2] = {10.0f, 100.0f};
+  braidRedOp_t byPointer[2], immediate[2];
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(braidRedOpCreatePreMulSum(&byPointer[r], &live[r], braidFloat32, braidScalarDevice, ranks[r]),
+              braidSuccess);
+    ASSERT_EQ(braidRedOpCreatePreMulSum(&immediate[r], &now[r], braidFloat32, braidScalarHostImmediate, ranks[r]),
+              braidSuccess);
+  }
+  now[0] = now[1] = -1.0f;  // read at creation: no effect
+  std::vector<float> data[2];
+  auto run = [&](braidRedOp_t* ops) {
+    std::vector<std::string> errors;
+    auto rc = ranks.each(
+        [&](int r) {
+          data[r].assign(64, 1.0f + r);
+          return braidAllReduce(data[r].data(), data[r].data(), 64, braidFloat32, ops[r], ranks[r], nullptr);
+        },
+        &errors);
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(rc[r], braidSuccess) << errors[r];
+    return data[0][0];
+  };
+  EXPECT_EQ(run(byPointer), 2.0f * 1 + 3.0f * 2);
+  live[0] = 5.0f;  // read by the next call
+  EXPECT_EQ(run(byPointer), 5.0f * 1 + 3.0f * 2);
+  EXPECT_EQ(run(immediate), 10.0f * 1 + 100.0f * 2);
+  std::vector<float> x(4, 1.0f);
+  auto refused = [&](braidRedOp_t op, braidDataType_t type, braidComm_t comm, const char* says) {
+    EXPECT_EQ(braidAllReduce(x.data(), x.data(), type == braidFloat32 ? 4 : 2, type, op, comm, nullptr),
+              braidInvalidArgument);
+    EXPECT_NE(std::string(braidGetLastError()).find(says), std::string::npos) << braidGetLastError();
+  };
+  refused(byPointer[0], braidInt32, ranks[0], "was made for float32, not int32");
+  refused(byPointer[0], braidFloat32, other[0], "nor a pre-multiplied sum of this communicator");
+  ASSERT_EQ(braidRedOpDestroy(byPointer[0], ranks[0]), braidSuccess);
+  refused(byPointer[0], braidFloat32, ranks[0], "destroyed, or made by another communicator");
+  EXPECT_EQ(braidRedOpDestroy(byPointer[0], ranks[0]), braidInvalidArgument);
+  EXPECT_EQ(braidRedOpDestroy(braidSum, ranks[0]), braidInvalidArgument);
+  EXPECT_EQ(braidRedOpCreatePreMulSum(&immediate[0], nullptr, braidFloat32, braidScalarDevice, ranks[0]),
+            braidInvalidArgument);
+  EXPECT_EQ(
+      braidRedOpCreatePreMulSum(&immediate[0], &now[0], braidFloat32, static_cast<braidScalarResidence_t>(7), ranks[0]),
+      braidInvalidArgument);
+  EXPECT_EQ(braidRedOpDestroy(byPointer[1], ranks[1]), braidSuccess);
+}
