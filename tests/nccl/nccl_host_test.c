@@ -96,6 +96,23 @@ static int runRank(int rank, ncclUniqueId id) {
   CALL(ncclRecv(recv, COUNT, ncclFloat, (rank + N - 1) % N, comm, NULL));
   CALL(ncclGroupEnd());
   for (i = 0; i < COUNT; ++i) check(recv[i] == in((rank + N - 1) % N, i), rank, "sendrecv", i, recv[i], in((rank + N - 1) % N, i));
+  /* A pre-multiplied sum (PyTorch's gradient scaling): each rank's input times its own scalar. */
+  {
+    ncclRedOp_t premul;
+    float scalar = 0.5f * (float)(rank + 1);
+    CALL(ncclRedOpCreatePreMulSum(&premul, &scalar, ncclFloat, ncclScalarHostImmediate, comm));
+    CALL(ncclAllReduce(send, recv, COUNT, ncclFloat, premul, comm, NULL));
+    for (i = 0; i < COUNT; ++i) {
+      float want = 0;
+      for (q = 0; q < N; ++q) want += 0.5f * (float)(q + 1) * in(q, i);
+      check(recv[i] == want, rank, "premulsum allreduce", i, recv[i], want);
+    }
+    CALL(ncclRedOpDestroy(premul, comm));
+    if (ncclRedOpDestroy(premul, comm) != ncclInvalidArgument) {
+      fprintf(stderr, "rank %d: destroying an op twice was not refused\n", rank);
+      ++failures;
+    }
+  }
   /* A simulated group runs nothing and reports the cost model's estimate. */
   {
     ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
