@@ -225,10 +225,11 @@ BRAID_API braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff,
 
 /** Where a pre-multiplied sum's scalar lives. The values equal NCCL's ncclScalarResidence_t. */
 typedef enum {
-  braidScalarDevice = 0,       /**< `scalar` points to memory each call reads when it runs (a GPU
-                                    communicator's: device memory, so a CUDA graph replays the
-                                    current value; a host communicator's: host memory). */
-  braidScalarHostImmediate = 1 /**< `*scalar` (host memory) is read once, at creation. */
+  braidScalarDevice = 0,                       /**< `scalar` points to memory each call reads when it runs (a GPU
+                                                    communicator's: device memory, so a CUDA graph replays the
+                                                    current value; a host communicator's: host memory). */
+  braidScalarHostImmediate = 1,                /**< `*scalar` (host memory) is read once, at creation. */
+  braidScalarResidenceAnyInt = -2147483647 - 1 /**< Not a residence (see braidDataTypeAnyInt). */
 } braidScalarResidence_t;
 
 /** Creates a reduction op of `comm` for `datatype`: every rank's input is multiplied by its own

@@ -239,8 +239,10 @@ BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar
                     static_cast<int>(ncclScalarHostImmediate) == braidScalarHostImmediate,
                 "the residences agree");
   braidRedOp_t made = braidSum;
+  int where = 0;  // through int: a caller's junk value is not a valid ncclScalarResidence_t in C++
+  std::memcpy(&where, &residence, sizeof(where));
   braidResult_t r = braidRedOpCreatePreMulSum(op != nullptr ? &made : nullptr, scalar, type(datatype),
-                                              static_cast<braidScalarResidence_t>(residence), toBraid(comm));
+                                              static_cast<braidScalarResidence_t>(where), toBraid(comm));
   if (r == braidSuccess) *op = static_cast<ncclRedOp_t>(made);
   return result(r);
 }
