@@ -52,6 +52,10 @@ Status createUniqueId(UniqueIdBytes* out);
 /// the fixed BRAID_COMM_ID address belongs to the job's first communicator.
 Status createLocalUniqueId(UniqueIdBytes* out);
 
+/// 64 random bits from the kernel, never 0; if it cannot give them (very early boot, seccomp), a mix
+/// of time and pid, which still differs between the jobs of one host.
+uint64_t randomBits();
+
 /// A unique id for a rendezvous at a fixed "host:port" that rank 0 serves (launcher environments).
 /// The magic is derived from `jobKey` so that every rank computes the same id.
 Status uniqueIdForAddress(const std::string& hostPort, const std::string& jobKey, UniqueIdBytes* out);

@@ -42,9 +42,9 @@ uint64_t fnv1a64(const std::string& s) {
   return h;
 }
 
-// 64 random bits from the kernel; if it cannot give them (very early boot, seccomp), a mix of
-// time and pid, which still differs between the jobs of one host.
-uint64_t randomMagic() {
+}  // namespace
+
+uint64_t randomBits() {
   uint64_t v = 0;
   if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(v))) {
     auto now = std::chrono::high_resolution_clock::now().time_since_epoch().count();
@@ -52,8 +52,6 @@ uint64_t randomMagic() {
   }
   return v == 0 ? 1 : v;
 }
-
-}  // namespace
 
 void encodeUniqueId(const UniqueIdInfo& info, UniqueIdBytes* out) {
   std::memset(out->bytes, 0, sizeof(out->bytes));
@@ -96,7 +94,7 @@ Status createUniqueId(UniqueIdBytes* out) {
   std::string commId = param::getString(param::Id::kCommId);
   if (commId.empty()) return createLocalUniqueId(out);
   UniqueIdInfo info;
-  info.magic = randomMagic();
+  info.magic = randomBits();
   BRAID_RETURN_IF_ERROR(parseHostPort(commId, &info.root).withContext("BRAID_COMM_ID"));
   info.rank0ServesRoot = true;
   BRAID_INFO(log::Subsys::kBootstrap, "unique id: root ", info.root.toString(), " (BRAID_COMM_ID, served by rank 0)");
@@ -106,7 +104,7 @@ Status createUniqueId(UniqueIdBytes* out) {
 
 Status createLocalUniqueId(UniqueIdBytes* out) {
   UniqueIdInfo info;
-  info.magic = randomMagic();
+  info.magic = randomBits();
   SocketAddress local;
   BRAID_RETURN_IF_ERROR(chooseInterfaceAddress(&local));
   std::shared_ptr<RootServer> server;

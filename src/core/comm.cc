@@ -251,7 +251,7 @@ Status Comm::connectGpu() {
   BRAID_RETURN_IF_ERROR(
       bootstrap_->allGather(layouts.data(), sizeof(GpuLayoutSettings)).withContext("exchanging GPU buffer layouts"));
   BRAID_RETURN_IF_ERROR(checkLayoutAgreement(layouts));
-  o.commKey = idHash_;
+  o.commKey = instanceKey_;
   o.watch = watch_ != nullptr;
   BRAID_RETURN_IF_ERROR(exec::CudaEngine::create(o, &gpu_));
   std::vector<exec::CudaExport> all(nranks_);
@@ -312,9 +312,11 @@ Status Comm::exchangePeerInfo() {
     int64_t cpus;
     transport::NetHandle netHandle;
     uint64_t watchPort;  // this rank's watchdog listener; 0: BRAID_TIMEOUT off there
+    uint64_t nonce;      // random: rank 0's names this instance of the communicator (instanceKey)
   };
   std::vector<PeerInfo> peers(nranks_);
-  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(), transport::NetHandle{}, 0};
+  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(),           HostEngine::availableCpus(),
+                  transport::NetHandle{},         0,                    bootstrap::randomBits()};
   if (host_ != nullptr) {
     BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].netHandle));
   }
@@ -322,6 +324,8 @@ Status Comm::exchangePeerInfo() {
   BRAID_RETURN_IF_ERROR(startWatch(&port));
   peers[rank_].watchPort = port;
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
+  const uint64_t key[2] = {idHash_, peers[0].nonce};
+  instanceKey_ = hashBytes(key, sizeof(key));
   if (watch_ != nullptr) {
     watchListeners_ = bootstrap_->peerAddresses();
     for (int r = 0; r < nranks_; ++r) watchListeners_[r].setPort(static_cast<uint16_t>(peers[r].watchPort));
@@ -338,7 +342,7 @@ Status Comm::exchangePeerInfo() {
     info[r].cpus = static_cast<int>(peers[r].cpus);
     info[r].netHandle = peers[r].netHandle;
   }
-  return host_->setPeers(std::move(info));
+  return host_->setPeers(std::move(info), instanceKey_);
 }
 
 Status Comm::collective(const CollRequest& request) { return collectives({request}); }

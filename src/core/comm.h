@@ -52,6 +52,10 @@ class Comm {
   int cudaDevice() const { return cudaDevice_; }  // -1: host memory
   const CommConfig& config() const { return config_; }
   uint64_t idHash() const { return idHash_; }
+  /// The id's hash mixed with a random value of rank 0's, agreed at init: names this communicator's
+  /// shared memory, so that two jobs that derive the same id (a fixed MASTER_ADDR:MASTER_PORT, one
+  /// after another, or a killed job's leftovers) never open each other's segments.
+  uint64_t instanceKey() const { return instanceKey_; }
 
   State state() const { return state_.load(std::memory_order_acquire); }
 
@@ -124,6 +128,7 @@ class Comm {
   const CommConfig config_;
   int cudaDevice_ = -1;
   uint64_t idHash_ = 0;
+  uint64_t instanceKey_ = 0;
 
   std::atomic<State> state_{State::kInitializing};
   std::atomic<bool> abortFlag_{false};

@@ -44,7 +44,7 @@ class HostEngine::Fifos : public exec::FifoResolver {
       }
       case Path::kShm: {
         std::unique_ptr<transport::ShmFifoSegment> seg;
-        std::string name = transport::ShmFifoSegment::nameFor(engine_.commKey_, src, dst, channel, connId);
+        std::string name = transport::ShmFifoSegment::nameFor(engine_.shmKey_, src, dst, channel, connId);
         transport::ShmFifoOptions o;
         o.slots = engine_.steps_;
         o.slotBytes = engine_.chunkBytes_;
@@ -158,8 +158,9 @@ Status HostEngine::listen(const net::SocketAddress& interfaceAddress, transport:
   return network_.listen(interfaceAddress, handle);
 }
 
-Status HostEngine::setPeers(std::vector<Peer> peers) {
+Status HostEngine::setPeers(std::vector<Peer> peers, uint64_t shmKey) {
   peers_ = std::move(peers);
+  shmKey_ = shmKey;
   bool shmDisabled = param::getInt(param::Id::kShmDisable) != 0;
   bool anyNet = false;
   std::vector<transport::NetHandle> handles;
@@ -218,7 +219,7 @@ HostEngine::~HostEngine() {
   fifos_.reset();  // this rank's segments first (a sender's unread slots keep their names)
   // This rank reads no more: what a sender left for it that it never attached goes too.
   if (std::find(paths_.begin(), paths_.end(), Path::kShm) != paths_.end()) {
-    transport::ShmFifoSegment::unlinkAddressedTo(commKey_, rank_);
+    transport::ShmFifoSegment::unlinkAddressedTo(shmKey_, rank_);
   }
 }
 

@@ -98,7 +98,8 @@ class HostEngine {
   /// Chooses the transport to each peer: loopback within the process, shared memory within the
   /// host (unless BRAID_SHM_DISABLE=1), the network otherwise; starts the network proxies if needed; makes
   /// the tuner for this machine (bad BRAID_ALGO / BRAID_PROTO / BRAID_*_CTAS are errors here).
-  Status setPeers(std::vector<Peer> peers);
+  /// `shmKey` names the shared-memory segments (Comm::instanceKey: the same on every rank).
+  Status setPeers(std::vector<Peer> peers, uint64_t shmKey);
 
   /// Closes every connection this rank has made: peers waiting on them stop with an error naming
   /// this rank (after a failed call, and on abort).
@@ -130,6 +131,7 @@ class HostEngine {
   Status finish(Status s);
 
   const uint64_t commKey_;
+  uint64_t shmKey_ = 0;  // setPeers
   const int rank_;
   const int nranks_;
   const CommConfig config_;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <braid/braid.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -298,6 +299,57 @@ TEST_P(KilledMidCollective, OthersFailPromptlyNamingIt) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, KilledMidCollective, ::testing::Range(0, 3),
                          [](const auto& p) { return std::string(kTransports[p.param].name); });
+
+// Two jobs one after the other at the same fixed MASTER_ADDR:MASTER_PORT derive the same unique id
+// (as the multihost tier's do, and a torchrun job restarted on its port). Names that an earlier job
+// left in /dev/shm (a killed sender's segment that its receiver never opened; here planted, unsized,
+// under every name the first job could have used) must not be opened by the second: each instance
+// of a communicator names its segments with a random value of its rank 0's, so the second job's
+// prefix differs and it runs as if they were not there.
+TEST(SharedMemory, AnEarlierJobsLeftoverNamesAreNotOpened) {
+  const std::string port = masterPortBelowAFreePort();
+  std::vector<std::string> env = {"BRAID_TEST_FROM_ENV=1", "BRAID_DEVICE=cpu", "BRAID_BOOTSTRAP_TIMEOUT=10"};
+  auto job = [&] {
+    std::vector<ProcSpec> specs;
+    for (int r = 0; r < 2; ++r) {
+      specs.push_back({{workerPath(), "coll"}, env});
+      const std::string rank = std::to_string(r);
+      for (const std::string& v : std::vector<std::string>{"RANK=" + rank, "WORLD_SIZE=2", "LOCAL_RANK=" + rank,
+                                                           "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port,
+                                                           "BRAID_TEST_RANK=" + rank})
+        specs.back().env.push_back(v);
+    }
+    return parseReports(runProcesses(specs, kProcTimeoutMs));
+  };
+  std::vector<Report> first = job();
+  ASSERT_EQ(first.size(), 2u);
+  for (const Report& r : first) ASSERT_TRUE(r.ok()) << r.describe();
+  ASSERT_FALSE(first[0].shmPrefix.empty());
+  struct Planted {
+    std::vector<std::string> paths;
+    ~Planted() {
+      for (const std::string& p : paths) unlink(p.c_str());
+    }
+  } planted;
+  for (int src = 0; src < 2; ++src) {
+    for (int channel = 0; channel < 4; ++channel) {
+      for (int conn = 0; conn < 16; ++conn) {
+        std::string path = "/dev/shm/" + first[0].shmPrefix + "-" + std::to_string(src) + "-" +
+                           std::to_string(1 - src) + "-" + std::to_string(channel) + "-" + std::to_string(conn);
+        int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+        ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
+        close(fd);
+        planted.paths.push_back(path);
+      }
+    }
+  }
+  std::vector<Report> second = job();
+  ASSERT_EQ(second.size(), 2u);
+  for (const Report& r : second) EXPECT_TRUE(r.ok()) << r.describe();
+  EXPECT_NE(second[0].shmPrefix, first[0].shmPrefix) << "the same id gave the same shared-memory names";
+  EXPECT_EQ(second[0].shmPrefix, second[1].shmPrefix) << "the ranks of one communicator disagree on its names";
+  EXPECT_EQ(leftoverSegments(second), "");
+}
 
 // The exit race (issue 17): a rank that sends and leaves at once, before its receivers have even
 // looked. Its message must still reach them (over shared memory it sits in a segment only the

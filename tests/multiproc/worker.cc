@@ -204,10 +204,10 @@ int report(int rank, int nranks, braidResult_t code, int64_t start, int64_t end,
 
 braidResult_t fromStatus(const Status& s) { return static_cast<braidResult_t>(s.code()); }
 
-// The communicator's key (names its shared memory), 0 if the handle is bad.
+// The key that names the communicator's shared memory, 0 if the handle is bad.
 uint64_t keyOf(braidComm_t handle) {
   std::shared_ptr<braid::core::Comm> c;
-  return braid::api::lookupComm(handle, "comm", &c).isOk() ? c->idHash() : 0;
+  return braid::api::lookupComm(handle, "comm", &c).isOk() ? c->instanceKey() : 0;
 }
 
 // Rank 0 sends 257 floats to every other rank and leaves; the others receive them late.

@@ -238,7 +238,7 @@ struct EngineForDecisions {
     engine = std::make_unique<braid::core::HostEngine>(0x5eed, 0, 4, config, &abort);
     std::vector<braid::core::HostEngine::Peer> peers(4);
     for (auto& p : peers) p.sameProcess = p.sameHost = true;
-    status = engine->setPeers(peers);
+    status = engine->setPeers(peers, 0x5eed);
   }
   braid::algo::Algo pick(braid::algo::Coll coll, size_t bytes) const {
     braid::core::CollRequest r;
