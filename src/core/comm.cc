@@ -315,8 +315,8 @@ Status Comm::exchangePeerInfo() {
     uint64_t nonce;      // random: rank 0's names this instance of the communicator (instanceKey)
   };
   std::vector<PeerInfo> peers(nranks_);
-  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(),           HostEngine::availableCpus(),
-                  transport::NetHandle{},         0,                    bootstrap::randomBits()};
+  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(),
+                  transport::NetHandle{},         0,          bootstrap::randomBits()};
   if (host_ != nullptr) {
     BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].netHandle));
   }

@@ -314,9 +314,9 @@ TEST(SharedMemory, AnEarlierJobsLeftoverNamesAreNotOpened) {
     for (int r = 0; r < 2; ++r) {
       specs.push_back({{workerPath(), "coll"}, env});
       const std::string rank = std::to_string(r);
-      for (const std::string& v : std::vector<std::string>{"RANK=" + rank, "WORLD_SIZE=2", "LOCAL_RANK=" + rank,
-                                                           "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port,
-                                                           "BRAID_TEST_RANK=" + rank})
+      for (const std::string& v :
+           std::vector<std::string>{"RANK=" + rank, "WORLD_SIZE=2", "LOCAL_RANK=" + rank, "MASTER_ADDR=127.0.0.1",
+                                    "MASTER_PORT=" + port, "BRAID_TEST_RANK=" + rank})
         specs.back().env.push_back(v);
     }
     return parseReports(runProcesses(specs, kProcTimeoutMs));
