@@ -56,24 +56,24 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const C
         r.stream = stream;
         return core::runOrDeferP2p(comm, r);
       }
-      // All-to-all: one send and one receive per peer. In place, the input is staged first, since a
-      // block is received over the block that still has to be sent.
-      size_t block = args.count * core::typeSize(args.type);
+      // All-to-all: one send and one receive per peer. In place, a block is received over a block
+      // that may still have to be sent: the input is staged first (Comm::stageInput: one copy, on a
+      // GPU on the stream), and this rank's own block, which stays where it is, is neither sent nor
+      // received.
+      const size_t block = args.count * core::typeSize(args.type);
+      const bool inPlace = args.sendbuff == args.recvbuff;
+      if (inPlace && (comm->nranks() == 1 || block == 0)) return Status::ok();  // nothing moves
       const char* send = static_cast<const char*>(args.sendbuff);
       std::shared_ptr<void> staging;
-      if (args.sendbuff == args.recvbuff && comm->nranks() == 1) return Status::ok();  // its one block stays
-      if (args.sendbuff == args.recvbuff && block > 0 && comm->cudaDevice() >= 0) {
-        return invalidUsage("in-place all-to-all on a GPU communicator is not supported yet: pass separate buffers");
-      }
-      if (args.sendbuff == args.recvbuff && block > 0) {
-        auto copy = std::make_shared<std::vector<char>>(send, send + block * comm->nranks());
-        send = copy->data();
-        staging = copy;
+      if (inPlace) {
+        BRAID_RETURN_IF_ERROR(comm->stageInput(send, block * comm->nranks(), stream, &staging));
+        send = static_cast<const char*>(staging.get());
       }
       // One group around all messages, so they run together (inside a user's group: with it).
       BRAID_RETURN_IF_ERROR(core::groupStart());
       Status st;
       for (int q = 0; q < comm->nranks() && st.isOk(); ++q) {
+        if (inPlace && q == comm->rank()) continue;
         core::P2pRequest s, r;
         s.isSend = true;
         s.buffer = send + q * block;

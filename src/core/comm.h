@@ -36,7 +36,7 @@ struct InitArgs {
   int cudaDevice = kCurrentDevice;  // or an explicit device (init-all, launcher local rank)
 };
 
-class Comm {
+class Comm : public std::enable_shared_from_this<Comm> {
  public:
   enum class State { kInitializing, kReady, kFailed, kFinalized };
 
@@ -94,6 +94,11 @@ class Comm {
   /// A call whose op is one of this communicator's pre-multiplied sums (for its type) becomes a sum
   /// with the scalar in `r`; an op from braidNumOps up that is not is an error naming it.
   Status resolvePreMul(CollRequest* r) const;
+
+  /// A copy of `bytes` at `src` that a call reads after its own output has overwritten `src` (an
+  /// in-place all-to-all): on host memory made now; on a GPU made on `stream` in scratch that is
+  /// freed on `stream` when the last holder of `*out` lets go (after the launch that reads it).
+  Status stageInput(const void* src, size_t bytes, void* stream, std::shared_ptr<void>* out);
 
   /// Runs sends and receives together (one group's worth on this communicator).
   Status p2p(const std::vector<P2pRequest>& requests);

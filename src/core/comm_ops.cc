@@ -1,6 +1,7 @@
 // The calls of a communicator that need no algorithm of their own: its pre-multiplied sums
-// (braidRedOpCreatePreMulSum: the op table, and the scaling of a call's input before the sum) and
-// the collectives of a one-rank communicator (a copy, or nothing).
+// (braidRedOpCreatePreMulSum: the op table, and the scaling of a call's input before the sum), the
+// staged input of an in-place all-to-all, and the collectives of a one-rank communicator (a copy,
+// or nothing).
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -32,6 +33,21 @@ Status Comm::preMultiply(CollRequest* r, std::vector<std::vector<char>>* hostCop
     r->sendbuff = hostCopies->back().data();
   }
   r->preMul = false;
+  return Status::ok();
+}
+
+Status Comm::stageInput(const void* src, size_t bytes, void* stream, std::shared_ptr<void>* out) {
+  if (gpu_ == nullptr) {
+    const char* from = static_cast<const char*>(src);
+    auto copy = std::make_shared<std::vector<char>>(from, from + bytes);
+    *out = std::shared_ptr<void>(copy, copy->data());
+    return Status::ok();
+  }
+  void* scratch = nullptr;
+  BRAID_RETURN_IF_ERROR(gpu_->stage(src, bytes, stream, &scratch));
+  // The holder keeps this communicator (and so its engine) alive until the scratch is freed.
+  std::shared_ptr<Comm> self = shared_from_this();
+  *out = std::shared_ptr<void>(scratch, [self, stream](void* p) { (void)self->gpu_->releaseScratch(p, stream); });
   return Status::ok();
 }
 

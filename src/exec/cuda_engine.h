@@ -40,7 +40,7 @@ struct CudaEngineOptions {
   int oneShotChannels = 0;              // the most CTAs a one-shot call may have (<= kMaxOneShotChannels)
   algo::Geometry geometry;
   bool hostMemory = false;  // FIFOs in pinned, mapped shared host memory instead of GPU memory
-  uint64_t commKey = 0;     // names the shared-memory arena (hostMemory)
+  uint64_t commKey = 0;     // Comm::instanceKey: names the shared-memory arena (hostMemory)
   // Some ranks are on other hosts: this rank listens on the network for `netAddress`'s interface
   // (the bootstrap's) and reaches them through a proxy (cuda_net.cc). A connection that fails
   // aborts this rank's kernels and is told to onNetworkFailure (on a proxy thread).
@@ -136,6 +136,10 @@ class CudaEngine {
   /// the stream after the call that reads it.
   Status premultiply(const void* src, size_t n, braidDataType_t type, const void* hostScalar, const void* deviceScalar,
                      void* stream, void** out);
+  /// `*out` gets scratch (cudaMallocAsync on `stream`) into which `bytes` of `src` are copied on the
+  /// stream: an in-place all-to-all's input, read after the receives have overwritten the buffer.
+  Status stage(const void* src, size_t bytes, void* stream, void** out);
+  /// Frees premultiply's or stage's scratch on `stream`, after the call that reads it.
   Status releaseScratch(void* scratch, void* stream);
 
   /// Makes every kernel of this rank that waits on a peer give up (braidCommAbort).

@@ -24,6 +24,7 @@ Status CudaEngine::copy(void*, const void*, size_t, void*) { return invalidUsage
 Status CudaEngine::premultiply(const void*, size_t, braidDataType_t, const void*, const void*, void*, void**) {
   return invalidUsage("no CUDA support");
 }
+Status CudaEngine::stage(const void*, size_t, void*, void**) { return invalidUsage("no CUDA support"); }
 Status CudaEngine::releaseScratch(void*, void*) { return invalidUsage("no CUDA support"); }
 void CudaEngine::abort() {}
 void CudaEngine::watchSample(GpuWatchSample* out) const { *out = GpuWatchSample{}; }

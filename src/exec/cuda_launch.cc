@@ -239,10 +239,22 @@ Status CudaEngine::premultiply(const void* src, size_t n, braidDataType_t type, 
                        device::launchPremultiply(*out, src, n, static_cast<int>(type), value, deviceScalar, stream)));
 }
 
+Status CudaEngine::stage(const void* src, size_t bytes, void* stream, void** out) {
+  DeviceScope scope(s_->o.device);
+  auto cs = static_cast<cudaStream_t>(stream);
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaMallocAsync (an in-place all-to-all's input)", cudaMallocAsync(out, bytes, cs)));
+  Status st = cudaCheck("cudaMemcpyAsync (an in-place all-to-all's input)",
+                        cudaMemcpyAsync(*out, src, bytes, cudaMemcpyDefault, cs));
+  if (!st.isOk()) {
+    cudaFreeAsync(*out, cs);
+    *out = nullptr;
+  }
+  return st;
+}
+
 Status CudaEngine::releaseScratch(void* scratch, void* stream) {
   DeviceScope scope(s_->o.device);
-  return cudaCheck("cudaFreeAsync (a pre-multiplied sum's input)",
-                   cudaFreeAsync(scratch, static_cast<cudaStream_t>(stream)));
+  return cudaCheck("cudaFreeAsync (scratch)", cudaFreeAsync(scratch, static_cast<cudaStream_t>(stream)));
 }
 
 Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, const void* sendBase,

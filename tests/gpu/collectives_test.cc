@@ -240,12 +240,55 @@ TEST_P(GpuCollectives, SendRecvAndAllToAll) {
       }
     }
   }
-  // In place is refused on GPUs, with a message.
-  if (!w.local(0)) return;
-  DeviceBuffer buf(w.devices[0], 4 * n);
-  EXPECT_EQ(braidAllToAll(buf.ptr, buf.ptr, 1, braidFloat32, w.comms[0], reinterpret_cast<braidStream_t>(w.streams[0])),
-            braidInvalidUsage);
-  EXPECT_NE(std::string(braidGetLastError()).find("in-place all-to-all"), std::string::npos);
+  // In place: every block but a rank's own is replaced by its peer's, eagerly and from a graph
+  // (the input is staged on the stream, then freed on it).
+  for (bool graph : {false, true}) {
+    for (size_t count : {size_t{1}, size_t{7}, size_t{1023}, size_t{1} << 20}) {
+      const size_t bytes = count * sizeof(float);
+      std::vector<std::vector<unsigned char>> in(n);
+      std::vector<std::unique_ptr<DeviceBuffer>> buf(n);
+      for (int r = 0; r < n; ++r) {
+        fillInput(&in[r], count * n, braidFloat32, r, 11);
+        if (!w.local(r)) continue;
+        buf[r] = std::make_unique<DeviceBuffer>(w.devices[r], bytes * n);
+        writeDevice(w.devices[r], buf[r]->ptr, in[r].data(), bytes * n);
+      }
+      std::vector<cudaGraphExec_t> graphs(n, nullptr);
+      ASSERT_EQ(braidGroupStart(), braidSuccess);
+      for (int r = 0; r < n; ++r) {
+        if (!w.local(r)) continue;
+        ASSERT_EQ(cudaSetDevice(w.devices[r]), cudaSuccess);
+        if (graph) ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeRelaxed), cudaSuccess);
+        ASSERT_EQ(braidAllToAll(buf[r]->ptr, buf[r]->ptr, count, braidFloat32, w.comms[r],
+                                reinterpret_cast<braidStream_t>(w.streams[r])),
+                  braidSuccess)
+            << braidGetLastError();
+      }
+      ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+      for (int r = 0; r < n && graph; ++r) {
+        if (!w.local(r)) continue;
+        cudaGraph_t g = nullptr;
+        ASSERT_EQ(cudaStreamEndCapture(w.streams[r], &g), cudaSuccess);
+        ASSERT_EQ(cudaGraphInstantiate(&graphs[r], g, 0), cudaSuccess);
+        cudaGraphDestroy(g);
+        ASSERT_EQ(cudaGraphLaunch(graphs[r], w.streams[r]), cudaSuccess);
+      }
+      ASSERT_TRUE(w.sync()) << w.error;
+      for (cudaGraphExec_t g : graphs) {
+        if (g != nullptr) cudaGraphExecDestroy(g);
+      }
+      for (int r = 0; r < n; ++r) {
+        if (!w.local(r)) continue;
+        std::vector<unsigned char> all(bytes * n);
+        readDevice(w.devices[r], all.data(), buf[r]->ptr, bytes * n);
+        for (int q = 0; q < n; ++q) {
+          EXPECT_TRUE(std::equal(all.begin() + q * bytes, all.begin() + (q + 1) * bytes, in[q].begin() + r * bytes))
+              << "in-place all-to-all block from rank " << q << " at rank " << r << " count " << count
+              << (graph ? " (graph)" : "");
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
