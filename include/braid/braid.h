@@ -242,6 +242,32 @@ BRAID_API braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar
 /** Destroys an op made by braidRedOpCreatePreMulSum on `comm` (calls already enqueued keep it). */
 BRAID_API braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
 
+/** Registers `size` bytes at `buff` with `comm` (NCCL's ncclCommRegister); `*handle` names the
+    registration for braidCommDeregister. The same range registered again gets the same handle and
+    needs one more deregistration. braid keeps the record only: calls on registered buffers run as
+    on any other buffer. */
+BRAID_API braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle);
+
+/** Ends one registration of `handle`; a handle that is not a live registration of `comm` is an
+    error. */
+BRAID_API braidResult_t braidCommDeregister(const braidComm_t comm, void* handle);
+
+/** A registered window (NCCL's ncclWindow_t). */
+typedef struct braidWindow* braidWindow_t;
+
+/** Window flags (NCCL's NCCL_WIN_DEFAULT, NCCL_WIN_COLL_SYMMETRIC). */
+#define BRAID_WIN_DEFAULT 0x00
+#define BRAID_WIN_COLL_SYMMETRIC 0x01
+
+/** Registers `size` bytes at `buff` as a window of `comm` (NCCL's ncclCommWindowRegister, which
+    every rank calls). In braid a window is a registration of this rank's only: no rank waits for
+    another, and calls on it run as on any other buffer. */
+BRAID_API braidResult_t braidCommWindowRegister(braidComm_t comm, void* buff, size_t size, braidWindow_t* win,
+                                                int winFlags);
+
+/** Ends one registration of window `win`. */
+BRAID_API braidResult_t braidCommWindowDeregister(braidComm_t comm, braidWindow_t win);
+
 /** recvbuff[r * count + i] = rank r's sendbuff[rank * count + i]. */
 BRAID_API braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype,
                                       braidComm_t comm, braidStream_t stream);

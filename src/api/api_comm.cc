@@ -193,6 +193,58 @@ braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm) {
   });
 }
 
+// Registration (core/registrations.h): checked here, kept by the communicator.
+braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle) {
+  return api::guard("braidCommRegister", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(buff, "buff"));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(handle, "handle"));
+    if (size == 0) return braid::invalidArgument("'size' is 0: there is nothing to register");
+    return c->registrations().add(core::Registrations::Kind::kBuffer, buff, size, handle);
+  });
+}
+
+braidResult_t braidCommDeregister(const braidComm_t comm, void* handle) {
+  return api::guard("braidCommDeregister", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(handle, "handle"));
+    return c->registrations()
+        .remove(core::Registrations::Kind::kBuffer, handle)
+        .withContext("rank " + std::to_string(c->rank()));
+  });
+}
+
+braidResult_t braidCommWindowRegister(braidComm_t comm, void* buff, size_t size, braidWindow_t* win, int winFlags) {
+  return api::guard("braidCommWindowRegister", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(buff, "buff"));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(win, "win"));
+    if (size == 0) return braid::invalidArgument("'size' is 0: there is nothing to register");
+    if ((winFlags & ~BRAID_WIN_COLL_SYMMETRIC) != 0) {
+      return braid::invalidArgument("'winFlags' = " + std::to_string(winFlags) +
+                                    " has bits other than BRAID_WIN_COLL_SYMMETRIC (NCCL_WIN_COLL_SYMMETRIC)");
+    }
+    void* handle = nullptr;
+    BRAID_RETURN_IF_ERROR(c->registrations().add(core::Registrations::Kind::kWindow, buff, size, &handle));
+    *win = static_cast<braidWindow_t>(handle);
+    return Status::ok();
+  });
+}
+
+braidResult_t braidCommWindowDeregister(braidComm_t comm, braidWindow_t win) {
+  return api::guard("braidCommWindowDeregister", [&]() -> Status {
+    std::shared_ptr<core::Comm> c;
+    BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
+    BRAID_RETURN_IF_ERROR(api::checkNotNull(win, "win"));
+    return c->registrations()
+        .remove(core::Registrations::Kind::kWindow, win)
+        .withContext("rank " + std::to_string(c->rank()));
+  });
+}
+
 braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError) {
   return api::guard("braidCommGetAsyncError", [&]() -> Status {
     std::shared_ptr<core::Comm> c;

@@ -221,17 +221,20 @@ BRAID_EXPORT ncclResult_t ncclMemFree(void* ptr) {
   braid::Status s = braid::exec::cudaRelease(ptr);
   return s.isOk() ? ncclSuccess : fail("ncclMemFree", s);
 }
-BRAID_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t, void*, size_t, void**) {
-  return unsupported("ncclCommRegister", "buffer registration is not available yet; collectives take any buffer");
+BRAID_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return result(braidCommRegister(toBraid(comm), buff, size, handle));
 }
-BRAID_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t, void*) {
-  return unsupported("ncclCommDeregister", "buffer registration is not available yet");
+BRAID_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return result(braidCommDeregister(toBraid(comm), handle));
 }
-BRAID_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
-  return unsupported("ncclCommWindowRegister", "symmetric memory windows are not available");
+BRAID_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                                 int winFlags) {
+  static_assert(NCCL_WIN_DEFAULT == BRAID_WIN_DEFAULT && NCCL_WIN_COLL_SYMMETRIC == BRAID_WIN_COLL_SYMMETRIC,
+                "the window flags agree");
+  return result(braidCommWindowRegister(toBraid(comm), buff, size, reinterpret_cast<braidWindow_t*>(win), winFlags));
 }
-BRAID_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
-  return unsupported("ncclCommWindowDeregister", "symmetric memory windows are not available");
+BRAID_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return result(braidCommWindowDeregister(toBraid(comm), reinterpret_cast<braidWindow_t>(win)));
 }
 BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                                    ncclScalarResidence_t residence, ncclComm_t comm) {

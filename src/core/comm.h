@@ -19,6 +19,7 @@
 #include "core/config.h"
 #include "core/host_engine.h"
 #include "core/plan.h"
+#include "core/registrations.h"
 #include "core/status.h"
 #include "core/watchdog.h"
 #include "exec/cuda_engine.h"
@@ -95,6 +96,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// with the scalar in `r`; an op from braidNumOps up that is not is an error naming it.
   Status resolvePreMul(CollRequest* r) const;
 
+  /// braidCommRegister / braidCommWindowRegister: this communicator's registered buffers.
+  Registrations& registrations() { return registrations_; }
+
   /// A copy of `bytes` at `src` that a call reads after its own output has overwritten `src` (an
   /// in-place all-to-all): on host memory made now; on a GPU made on `stream` in scratch that is
   /// freed on `stream` when the last holder of `*out` lets go (after the launch that reads it).
@@ -155,6 +159,7 @@ class Comm : public std::enable_shared_from_this<Comm> {
   };
   mutable std::mutex opsMu_;
   std::map<int, PreMulOp> ops_;
+  Registrations registrations_;
   int nextOp_ = braidNumOps;
   // BRAID_TIMEOUT on a GPU: the calls and collectives queued (each launch notes its call), and the
   // peers' watch listeners until the engine exists (connectGpu starts the watch).

@@ -514,3 +514,59 @@ TEST(GpuPreMulSum, DeviceScalarsInAGraphReplayTheCurrentValue) {
 
 }  // namespace
 }  // namespace braid::gputest
+
+namespace braid::gputest {
+namespace {
+
+// Registered device buffers (issue 19 item 4): every collective on a sub-range of a registered
+// buffer, deregistered while the calls are still queued on the stream, gives the reference's
+// result; the same buffer registered twice is one handle.
+TEST(GpuRegistration, CallsOnRegisteredSubRangesDeregisteredWhileQueued) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 2;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  const int n = w.size();
+  const size_t count = (size_t{1} << 18) + 3, offset = 64;
+  const size_t total = (count * n + 2 * offset) * sizeof(float);
+  std::vector<std::unique_ptr<DeviceBuffer>> buf, out;
+  std::vector<void*> handles(n);
+  auto x = [](int r, size_t i) { return static_cast<float>((i * 3 + r) % 7); };
+  for (int r = 0; r < n; ++r) {
+    buf.push_back(std::make_unique<DeviceBuffer>(w.devices[r], total));
+    out.push_back(std::make_unique<DeviceBuffer>(w.devices[r], total));
+    std::vector<float> host(count * n);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = x(r, i);
+    writeDevice(w.devices[r], static_cast<float*>(buf[r]->ptr) + offset, host.data(), host.size() * sizeof(float));
+    void* again = nullptr;
+    ASSERT_EQ(braidCommRegister(w.comms[r], buf[r]->ptr, total, &handles[r]), braidSuccess) << braidGetLastError();
+    ASSERT_EQ(braidCommRegister(w.comms[r], buf[r]->ptr, total, &again), braidSuccess) << braidGetLastError();
+    ASSERT_EQ(again, handles[r]);
+    ASSERT_EQ(braidCommRegister(w.comms[r], out[r]->ptr, total, &again), braidSuccess) << braidGetLastError();
+  }
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < n; ++r) {
+    braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[r]);
+    const float* in = static_cast<const float*>(buf[r]->ptr) + offset;
+    float* o = static_cast<float*>(out[r]->ptr) + offset;
+    ASSERT_EQ(braidAllGather(in, o, count, braidFloat32, w.comms[r], s), braidSuccess);
+  }
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(braidCommDeregister(w.comms[r], handles[r]), braidSuccess);
+    EXPECT_EQ(braidCommDeregister(w.comms[r], handles[r]), braidSuccess);
+  }
+  ASSERT_TRUE(w.sync()) << w.error;
+  std::vector<float> got(count * n);
+  for (int r = 0; r < n; ++r) {
+    readDevice(w.devices[r], got.data(), static_cast<float*>(out[r]->ptr) + offset, got.size() * sizeof(float));
+    for (int q = 0; q < n; ++q) {
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[q * count + i], x(q, i)) << "rank " << r << " from " << q;
+    }
+    EXPECT_EQ(braidCommDeregister(w.comms[r], handles[r]), braidInvalidArgument) << "a third deregistration";
+  }
+}
+
+}  // namespace
+}  // namespace braid::gputest

@@ -123,12 +123,28 @@ static int runRank(int rank, ncclUniqueId id) {
     check(info.estimatedTime > 0, rank, "simulated estimate", 0, info.estimatedTime, 1);
     for (i = 0; i < COUNT; ++i) check(recv[i] == -1, rank, "simulated group ran", i, recv[i], -1);
   }
-  /* What braid does not do is an error with a message, never a silent success. */
+  /* Registration: the same buffer twice is one handle needing two deregistrations; a call on the
+     registered buffer is correct; a third deregistration is an error with a message. */
   {
     void* handle = NULL;
-    if (ncclCommRegister(comm, send, 64, &handle) == ncclSuccess ||
-        strstr(ncclGetLastError(comm), "ncclCommRegister") == NULL) {
-      fprintf(stderr, "rank %d: ncclCommRegister did not fail with a message\n", rank);
+    void* again = NULL;
+    ncclWindow_t win = NULL;
+    CALL(ncclCommRegister(comm, send, COUNT * sizeof(float), &handle));
+    CALL(ncclCommRegister(comm, send, COUNT * sizeof(float), &again));
+    check(handle == again, rank, "the same buffer's second handle", 0, 0, 0);
+    CALL(ncclCommWindowRegister(comm, recv, COUNT * sizeof(float), &win, NCCL_WIN_COLL_SYMMETRIC));
+    for (i = 0; i < COUNT; ++i) send[i] = (float)(rank + i % 3);
+    CALL(ncclAllReduce(send, recv, COUNT, ncclFloat, ncclSum, comm, NULL));
+    for (i = 0; i < COUNT; ++i) {
+      float want = (float)(N * (N - 1) / 2 + N * (i % 3));
+      check(recv[i] == want, rank, "all-reduce on registered buffers", i, recv[i], want);
+    }
+    CALL(ncclCommWindowDeregister(comm, win));
+    CALL(ncclCommDeregister(comm, handle));
+    CALL(ncclCommDeregister(comm, handle));
+    if (ncclCommDeregister(comm, handle) != ncclInvalidArgument ||
+        strstr(ncclGetLastError(comm), "not a live buffer registration") == NULL) {
+      fprintf(stderr, "rank %d: a third ncclCommDeregister did not fail with a message\n", rank);
       ++failures;
     }
   }

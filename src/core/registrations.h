@@ -1,0 +1,44 @@
+// The buffers registered with a communicator (braidCommRegister, braidCommWindowRegister), as NCCL
+// keeps them: each registration gets a handle; the same range registered again gets the same handle
+// and one more reference, and needs one more deregistration; a handle that is not a live
+// registration of this communicator (never made, deregistered already, another communicator's, the
+// other kind's) is refused with an error, never dereferenced.
+//
+// Today braid keeps the record only: calls on registered buffers run as on any other buffer (through
+// the FIFOs), so a registration costs nothing and changes nothing a call does (docs/nccl-compat.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/status.h"
+
+namespace braid::core {
+
+class Registrations {
+ public:
+  enum class Kind { kBuffer, kWindow };
+
+  /// Registers [base, base + bytes); `*handle` gets the registration's handle.
+  Status add(Kind kind, const void* base, size_t bytes, void** handle);
+  /// Drops one reference of `handle`; the last one ends the registration.
+  Status remove(Kind kind, const void* handle);
+  /// Live registrations of `kind` (a range registered twice counts once).
+  size_t count(Kind kind) const;
+
+ private:
+  struct Entry {
+    Kind kind;
+    uintptr_t base;
+    size_t bytes;
+    int refs;
+  };
+  mutable std::mutex mu_;
+  // Owned entries by their address, which is the handle: a foreign value is looked up, not followed.
+  std::map<const void*, std::unique_ptr<Entry>> byHandle_;
+};
+
+}  // namespace braid::core
