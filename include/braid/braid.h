@@ -173,6 +173,18 @@ BRAID_API braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* c
 BRAID_API braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm,
                                        braidConfig_t* config);
 
+/** Shrink flags (NCCL's NCCL_SHRINK_DEFAULT, NCCL_SHRINK_ABORT). */
+#define BRAID_SHRINK_DEFAULT 0x00
+#define BRAID_SHRINK_ABORT 0x01
+
+/** A new communicator of every rank of `comm` but the `excludeRanksCount` ranks listed, in `comm`'s
+ *  order (NCCL 2.27's ncclCommShrink). Called by every rank not excluded, with the same list; the
+ *  excluded ranks do not call it and may be dead or hung: nothing is exchanged with them. `comm` may
+ *  have failed (a dead peer, the watchdog). BRAID_SHRINK_ABORT first ends `comm`'s calls in flight
+ *  (as braidCommAbort, but `comm` stays to be destroyed). `config` may be NULL (inherited). */
+BRAID_API braidResult_t braidCommShrink(braidComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                        braidComm_t* newcomm, braidConfig_t* config, int shrinkFlags);
+
 /** Finishes the communicator's outstanding work; afterwards only destroy (or abort) is allowed. */
 BRAID_API braidResult_t braidCommFinalize(braidComm_t comm);
 

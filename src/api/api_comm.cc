@@ -19,6 +19,33 @@ Status started(const std::shared_ptr<core::Comm>& comm, braidComm_t* out) {
   return Status::ok();
 }
 
+// A communicator made from `parent` by every rank that takes part (split, shrink): `make` runs the
+// parent's exchange and starts the child. Inside a group it is held like a collective of the
+// parent: one thread may make several ranks' children (their exchanges meet once braidGroupEnd runs
+// each parent's calls on a thread of its own); the child is made, and *newcomm written, before
+// braidGroupEnd returns.
+using MakeChild = std::function<Status(const core::CommConfig&, std::shared_ptr<core::Comm>*)>;
+
+Status makeChild(const std::shared_ptr<core::Comm>& parent, braidConfig_t* config, braidComm_t* newcomm,
+                 MakeChild make) {
+  braid::log::ScopedRank scoped(parent->rank());
+  core::CommConfig resolved;
+  BRAID_RETURN_IF_ERROR(core::applyUserConfig(config, parent->config(), &resolved));
+  if (core::groupDepth() > 0) {
+    resolved.blocking = 1;
+    return core::runOrDefer(parent.get(), [resolved, newcomm, make]() -> Status {
+      std::shared_ptr<core::Comm> child;
+      BRAID_RETURN_IF_ERROR(make(resolved, &child));
+      if (child != nullptr) *newcomm = api::registerComm(child);
+      return Status::ok();
+    });
+  }
+  std::shared_ptr<core::Comm> child;
+  BRAID_RETURN_IF_ERROR(make(resolved, &child));
+  if (child == nullptr) return Status::ok();
+  return api::started(child, newcomm);
+}
+
 Status initRank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank, const braidConfig_t* config) {
   BRAID_RETURN_IF_ERROR(checkNotNull(out, "comm"));
   *out = nullptr;
@@ -118,26 +145,38 @@ braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* 
       if (color < 0 && color != BRAID_SPLIT_NOCOLOR) {
         return braid::invalidArgument("'color' = " + std::to_string(color) + " must be >= 0 or BRAID_SPLIT_NOCOLOR");
       }
-      braid::log::ScopedRank scoped(parent->rank());
-      core::CommConfig resolved;
-      BRAID_RETURN_IF_ERROR(core::applyUserConfig(config, parent->config(), &resolved));
-      if (core::groupDepth() > 0) {
-        // Inside a group the split is held like a collective of the parent: one thread may split
-        // several ranks (their exchanges meet once braidGroupEnd runs each parent's calls on a thread
-        // of its own). The new communicator is made, and *newcomm written, before braidGroupEnd
-        // returns.
-        resolved.blocking = 1;
-        return core::runOrDefer(parent.get(), [parent, color, key, resolved, newcomm]() -> Status {
-          std::shared_ptr<core::Comm> child;
-          BRAID_RETURN_IF_ERROR(parent->split(color, key, resolved, &child).withContext("braidCommSplit"));
-          if (child != nullptr) *newcomm = api::registerComm(child);
-          return Status::ok();
-        });
+      return api::makeChild(parent, config, newcomm,
+                            [parent, color, key](const core::CommConfig& c, std::shared_ptr<core::Comm>* child) {
+                              return parent->split(color, key, c, child).withContext("braidCommSplit");
+                            });
+    }());
+  });
+}
+
+braidResult_t braidCommShrink(braidComm_t comm, int* excludeRanksList, int excludeRanksCount, braidComm_t* newcomm,
+                              braidConfig_t* config, int shrinkFlags) {
+  return api::guard("braidCommShrink", [&]() -> Status {
+    return core::failGroup([&]() -> Status {
+      std::shared_ptr<core::Comm> parent;
+      // A failed communicator may be shrunk (that is what shrink is for); the parent checks the rest.
+      BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &parent));
+      BRAID_RETURN_IF_ERROR(api::checkNotNull(newcomm, "newcomm"));
+      *newcomm = nullptr;
+      if (excludeRanksCount < 0) {
+        return braid::invalidArgument("'excludeRanksCount' = " + std::to_string(excludeRanksCount) + " is negative");
       }
-      std::shared_ptr<core::Comm> child;
-      BRAID_RETURN_IF_ERROR(parent->split(color, key, resolved, &child));
-      if (child == nullptr) return Status::ok();
-      return api::started(child, newcomm);
+      if (excludeRanksCount > 0) BRAID_RETURN_IF_ERROR(api::checkNotNull(excludeRanksList, "excludeRanksList"));
+      if ((shrinkFlags & ~BRAID_SHRINK_ABORT) != 0) {
+        return braid::invalidArgument("'shrinkFlags' = " + std::to_string(shrinkFlags) +
+                                      " has bits other than BRAID_SHRINK_ABORT (NCCL_SHRINK_ABORT)");
+      }
+      std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
+      const bool abortFirst = (shrinkFlags & BRAID_SHRINK_ABORT) != 0;
+      return api::makeChild(
+          parent, config, newcomm,
+          [parent, excluded, abortFirst](const core::CommConfig& c, std::shared_ptr<core::Comm>* child) {
+            return parent->shrink(excluded, c, abortFirst, child).withContext("braidCommShrink");
+          });
     }());
   });
 }

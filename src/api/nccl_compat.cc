@@ -182,8 +182,16 @@ BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncc
                                config != nullptr ? &c : nullptr));
 }
 
-BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) {
-  return unsupported("ncclCommShrink", "use ncclCommSplit with NCCL_SPLIT_NOCOLOR on the excluded ranks");
+BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  static_assert(NCCL_SHRINK_DEFAULT == BRAID_SHRINK_DEFAULT && NCCL_SHRINK_ABORT == BRAID_SHRINK_ABORT,
+                "the shrink flags agree");
+  braidConfig_t c;
+  braid::Status st = translate(config, &c);
+  if (!st.isOk()) return fail("ncclCommShrink", st);
+  return result(braidCommShrink(toBraid(comm), excludeRanksList, excludeRanksCount,
+                                reinterpret_cast<braidComm_t*>(newcomm), config != nullptr ? &c : nullptr,
+                                shrinkFlags));
 }
 
 BRAID_EXPORT const char* ncclGetErrorString(ncclResult_t r) {

@@ -105,7 +105,7 @@ Status Comm::init(const bootstrap::UniqueIdBytes& id) {
   if (cudaDevice_ < 0) host_ = std::make_unique<HostEngine>(idHash_, rank_, nranks_, config_, &abortFlag_);
   bootstrap::Options options;
   options.timeoutMs = config_.timeoutMs;
-  options.abort = &abortFlag_;
+  options.abort = &bootstrapAbort_;
   BRAID_RETURN_IF_ERROR(bootstrap::Bootstrap::create(id, rank_, nranks_, options, &bootstrap_));
   BRAID_RETURN_IF_ERROR(exchangePeerInfo());
   BRAID_RETURN_IF_ERROR(dumpTopology());
@@ -527,6 +527,11 @@ Status Comm::finalize() {
 }
 
 void Comm::abort() {
+  bootstrapAbort_.store(true, std::memory_order_release);
+  abortCalls();
+}
+
+void Comm::abortCalls() {
   abortFlag_.store(true, std::memory_order_release);
   // While a non-blocking init runs, its thread is still making host_ and gpu_: the flag alone stops
   // this rank's waits then. Once init has ended, its state store (release) has published them.
@@ -572,6 +577,58 @@ Status Comm::split(int color, int key, const CommConfig& config, std::shared_ptr
   args.config.deviceKind = cudaDevice_ >= 0 ? DeviceKind::kCuda : DeviceKind::kHost;
   args.cudaDevice = cudaDevice_ >= 0 ? cudaDevice_ : kCurrentDevice;
   BRAID_INFO(log::Subsys::kInit, "split: color ", color, " key ", key, " -> rank ", args.rank, " of ", args.nranks);
+  return start(args, out);
+}
+
+// The survivors meet without the excluded ranks: the lowest survivor makes the new unique id and
+// sends it to each other survivor over the bootstrap's tagged messages (a fresh connection to each
+// receiver's listener; the ring, which passes through the excluded ranks, is not used).
+Status Comm::shrink(const std::vector<int>& excluded, const CommConfig& config, bool abortFirst,
+                    std::shared_ptr<Comm>* out) {
+  switch (state()) {
+    case State::kInitializing: return checkUsable();
+    case State::kFinalized: return invalidUsage("the communicator was finalized; only destroy is allowed");
+    default: break;
+  }
+  std::vector<bool> gone(nranks_, false);
+  for (int r : excluded) {
+    if (r < 0 || r >= nranks_) {
+      return invalidArgument("excluded rank " + std::to_string(r) + " is not in 0.." + std::to_string(nranks_ - 1));
+    }
+    if (gone[r]) return invalidArgument("rank " + std::to_string(r) + " is excluded twice");
+    gone[r] = true;
+  }
+  if (gone[rank_]) {
+    return invalidUsage("rank " + std::to_string(rank_) +
+                        " is in its own exclude list: excluded ranks do not call shrink");
+  }
+  std::vector<int> members;
+  for (int r = 0; r < nranks_; ++r) {
+    if (!gone[r]) members.push_back(r);
+  }
+  if (abortFirst) abortCalls();
+  const uint32_t tag = kShrinkTag + shrinks_++;
+  bootstrap::UniqueIdBytes id;
+  std::memset(&id, 0, sizeof(id));
+  if (members.front() == rank_) {
+    // One that cannot make an id still sends the zeroes, so that the others fail instead of waiting.
+    Status made = bootstrap::createLocalUniqueId(&id);
+    for (size_t i = 1; i < members.size(); ++i) {
+      BRAID_RETURN_IF_ERROR(bootstrap_->send(members[i], tag, &id, sizeof(id)).withContext("shrink"));
+    }
+    BRAID_RETURN_IF_ERROR(made.withContext("shrink: making the new unique id"));
+  } else {
+    BRAID_RETURN_IF_ERROR(bootstrap_->recv(members.front(), tag, &id, sizeof(id)).withContext("shrink"));
+  }
+  InitArgs args;
+  args.id = id;
+  args.nranks = static_cast<int>(members.size());
+  args.rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  args.config = config;
+  args.config.deviceKind = cudaDevice_ >= 0 ? DeviceKind::kCuda : DeviceKind::kHost;
+  args.cudaDevice = cudaDevice_ >= 0 ? cudaDevice_ : kCurrentDevice;
+  BRAID_INFO(log::Subsys::kInit, "shrink: ", excluded.size(), " rank(s) excluded",
+             abortFirst ? " (calls aborted first)" : "", " -> rank ", args.rank, " of ", args.nranks);
   return start(args, out);
 }
 

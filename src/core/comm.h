@@ -70,6 +70,14 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// rank; `out` stays empty for BRAID_SPLIT_NOCOLOR.
   Status split(int color, int key, const CommConfig& config, std::shared_ptr<Comm>* out);
 
+  /// braidCommShrink: every rank not in `excluded` (sorted, unique, in range, not this rank) calls
+  /// it; they form a new communicator, ranked in this one's order, without exchanging anything with
+  /// the excluded ranks, so it completes when those are dead or hung. Allowed on a communicator
+  /// that failed (a dead peer, the watchdog). `abortFirst` (BRAID_SHRINK_ABORT) first ends this
+  /// communicator's calls in flight, as abort() does, but keeps the bootstrap for the exchange.
+  Status shrink(const std::vector<int>& excluded, const CommConfig& config, bool abortFirst,
+                std::shared_ptr<Comm>* out);
+
   Status finalize();
 
   /// Makes every wait in flight on this communicator fail promptly (any thread).
@@ -130,6 +138,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
   void startGpuWatch();
   exec::CallNote gpuNote(const CollRequest* collective);
   Status hostResult(Status s);
+  void abortCalls();                                  // abort() but the bootstrap
+  static constexpr uint32_t kShrinkTag = 0x53480000;  // "SH": + the shrink's number
   void runInit(const bootstrap::UniqueIdBytes& id);
 
   const int rank_;
@@ -140,7 +150,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
   uint64_t instanceKey_ = 0;
 
   std::atomic<State> state_{State::kInitializing};
-  std::atomic<bool> abortFlag_{false};
+  std::atomic<bool> abortFlag_{false};       // the calls' waits
+  std::atomic<bool> bootstrapAbort_{false};  // the bootstrap's waits: abort() only, not shrink
+  uint32_t shrinks_ = 0;                     // numbers the shrinks' messages
   mutable std::mutex errorMu_;
   Status error_;  // why the comm failed (state kFailed)
 

@@ -300,6 +300,23 @@ TEST_P(KilledMidCollective, OthersFailPromptlyNamingIt) {
 INSTANTIATE_TEST_SUITE_P(Transports, KilledMidCollective, ::testing::Range(0, 3),
                          [](const auto& p) { return std::string(kTransports[p.param].name); });
 
+// A process killed between two collectives; the survivors' second call fails, they shrink the
+// failed communicator without it (nothing is exchanged with the dead rank) and all-reduce correctly
+// on the new one, over each transport.
+class ShrinkAfterAKill : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShrinkAfterAKill, SurvivorsContinueOnTheShrunkCommunicator) {
+  const TransportCase& t = kTransports[GetParam()];
+  const int n = 4;
+  std::vector<Report> reports =
+      runRanks(n, allRanks(n), "shrink", withEnv(t.env, {"BRAID_DEVICE=cpu", "BRAID_TEST_VICTIM=1"}));
+  ASSERT_EQ(reports.size(), 3u) << (reports.empty() ? std::string() : reports[0].describe());
+  for (const Report& r : reports) EXPECT_TRUE(r.ok()) << r.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ShrinkAfterAKill, ::testing::Range(0, 3),
+                         [](const auto& p) { return std::string(kTransports[p.param].name); });
+
 // Two jobs one after the other at the same fixed MASTER_ADDR:MASTER_PORT derive the same unique id
 // (as the multihost tier's do, and a torchrun job restarted on its port). Names that an earlier job
 // left in /dev/shm (a killed sender's segment that its receiver never opened; here planted, unsized,

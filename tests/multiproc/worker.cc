@@ -252,7 +252,8 @@ int main(int argc, char** argv) {
     // multihost tier: ranks in other network namespaces cannot reach a root in the test's).
     r = braidCommInitFromEnv(&comm, nullptr);
   } else if (scenario == "id" || scenario == "split" || scenario == "die" || scenario == "coll" ||
-             scenario == "killcoll" || scenario == "exitrace" || scenario == "mismatch" || scenario == "stall") {
+             scenario == "killcoll" || scenario == "exitrace" || scenario == "mismatch" || scenario == "stall" ||
+             scenario == "shrink") {
     braidUniqueId id;
     const char* hex = std::getenv("BRAID_TEST_ID");
     if (hex == nullptr || !braid::test::fromHex(hex, &id, sizeof(id))) {
@@ -260,7 +261,7 @@ int main(int argc, char** argv) {
     }
     r = braidCommInitRank(&comm, nranks, id, rank);
   } else {
-    std::fprintf(stderr, "usage: %s id|env|split|die|coll|killcoll|exitrace|mismatch|stall\n", argv[0]);
+    std::fprintf(stderr, "usage: %s id|env|split|die|coll|killcoll|exitrace|mismatch|stall|shrink\n", argv[0]);
     return 2;
   }
   int64_t end = nowNs();
@@ -327,6 +328,40 @@ int main(int argc, char** argv) {
     braidCommDestroy(comm);
     std::string left = leftoverSegments(key);
     if (!left.empty()) msg += " [shared memory left behind:" + left + "]";
+    return report(rank, nranks, rc, start, end, msg);
+  }
+  if (scenario == "shrink") {
+    // The victim dies after the first all-reduce; the others' second one fails; they shrink the
+    // failed communicator without it and all-reduce their parent ranks + 1 on the new one.
+    const int victim = envInt("BRAID_TEST_VICTIM", -1);
+    std::vector<float> data(4096, 1.0f);
+    braidResult_t rc = braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, comm, nullptr);
+    if (rc != braidSuccess) return report(rank, nranks, rc, start, end, std::string("first: ") + braidGetLastError());
+    if (rank == victim) std::_Exit(3);
+    rc = braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, comm, nullptr);
+    if (rc == braidSuccess) return report(rank, nranks, braidInternalError, start, end, "the second call succeeded");
+    braidComm_t child = nullptr;
+    int excluded[] = {victim};
+    rc = braidCommShrink(comm, excluded, 1, &child, nullptr, BRAID_SHRINK_DEFAULT);
+    if (rc != braidSuccess) return report(rank, nranks, rc, start, end, std::string("shrink: ") + braidGetLastError());
+    std::fill(data.begin(), data.end(), static_cast<float>(rank + 1));
+    rc = braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, child, nullptr);
+    std::string msg = rc == braidSuccess ? "ok" : braidGetLastError();
+    const float want = static_cast<float>(nranks * (nranks + 1) / 2 - (victim + 1));
+    for (size_t i = 0; i < data.size() && rc == braidSuccess; ++i) {
+      if (data[i] != want) {
+        rc = braidInternalError;
+        msg = "element " + std::to_string(i) + " is " + std::to_string(data[i]) + ", expected " + std::to_string(want);
+      }
+    }
+    int childRank = -1;
+    braidCommUserRank(child, &childRank);
+    if (rc == braidSuccess && childRank != rank - (rank > victim ? 1 : 0)) {
+      rc = braidInternalError;
+      msg = "rank " + std::to_string(rank) + " became rank " + std::to_string(childRank);
+    }
+    braidCommDestroy(child);
+    braidCommDestroy(comm);
     return report(rank, nranks, rc, start, end, msg);
   }
   if (scenario == "die") {
