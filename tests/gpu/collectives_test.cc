@@ -258,7 +258,9 @@ TEST_P(GpuCollectives, SendRecvAndAllToAll) {
       for (int r = 0; r < n; ++r) {
         if (!w.local(r)) continue;
         ASSERT_EQ(cudaSetDevice(w.devices[r]), cudaSuccess);
-        if (graph) ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeRelaxed), cudaSuccess);
+        if (graph) {
+          ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeRelaxed), cudaSuccess);
+        }
         ASSERT_EQ(braidAllToAll(buf[r]->ptr, buf[r]->ptr, count, braidFloat32, w.comms[r],
                                 reinterpret_cast<braidStream_t>(w.streams[r])),
                   braidSuccess)
@@ -381,6 +383,67 @@ TEST(GpuAbort, StuckCollectiveEndsOnAbort) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(s, 10.0) << "the stuck kernel took " << s << " s to end after the abort";
   w.comms.assign(2, nullptr);  // aborted: nothing left to destroy
+}
+
+// Ranks 0 and 1 of three sharing the GPU queue an all-reduce that rank 2 never joins; each then
+// shrinks with BRAID_SHRINK_ABORT on a thread of its own: the stuck kernels end, and the new
+// two-rank communicator's all-reduce on the same streams gives the sum.
+TEST(GpuShrink, AbortFirstReleasesAStuckKernelAndTheSurvivorsGoOn) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 3;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  const size_t count = (size_t{1} << 20) + 5;
+  std::vector<std::unique_ptr<DeviceBuffer>> buf;
+  for (int r = 0; r < 2; ++r) {
+    buf.push_back(std::make_unique<DeviceBuffer>(w.devices[r], count * sizeof(float)));
+    ASSERT_EQ(braidAllReduce(buf[r]->ptr, buf[r]->ptr, count, braidFloat32, braidSum, w.comms[r],
+                             reinterpret_cast<braidStream_t>(w.streams[r])),
+              braidSuccess);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  cudaSetDevice(w.devices[0]);
+  ASSERT_EQ(cudaStreamQuery(w.streams[0]), cudaErrorNotReady) << "rank 0's all-reduce finished without rank 2";
+  std::vector<braidComm_t> child(2, nullptr);
+  std::vector<braidResult_t> rc(2, braidInternalError);
+  std::vector<std::string> errors(2);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(w.devices[r]);
+      int excluded[] = {2};
+      rc[r] = braidCommShrink(w.comms[r], excluded, 1, &child[r], nullptr, BRAID_SHRINK_ABORT);
+      errors[r] = braidGetLastError();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(rc[r], braidSuccess) << "rank " << r << ": " << errors[r];
+  for (int r = 0; r < 2; ++r) {
+    cudaSetDevice(w.devices[r]);
+    ASSERT_EQ(cudaStreamSynchronize(w.streams[r]), cudaSuccess);
+  }
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(s, 10.0) << "the stuck kernels took " << s << " s to end after the shrink";
+  std::vector<float> host(count);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < 2; ++r) {
+    for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>((i + r * 3) % 17);
+    writeDevice(w.devices[r], buf[r]->ptr, host.data(), count * sizeof(float));
+    ASSERT_EQ(braidAllReduce(buf[r]->ptr, buf[r]->ptr, count, braidFloat32, braidSum, child[r],
+                             reinterpret_cast<braidStream_t>(w.streams[r])),
+              braidSuccess);
+  }
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
+  ASSERT_TRUE(w.sync()) << w.error;
+  for (int r = 0; r < 2; ++r) {
+    readDevice(w.devices[r], host.data(), buf[r]->ptr, count * sizeof(float));
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(host[i], static_cast<float>(i % 17 + (i + 3) % 17)) << "rank " << r << " element " << i;
+    }
+    EXPECT_EQ(braidCommDestroy(child[r]), braidSuccess);
+  }
 }
 
 // The largest count of the matrix: 256 MB of float32.

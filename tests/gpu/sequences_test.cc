@@ -549,8 +549,8 @@ TEST(GpuRegistration, CallsOnRegisteredSubRangesDeregisteredWhileQueued) {
   for (int r = 0; r < n; ++r) {
     braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[r]);
     const float* in = static_cast<const float*>(buf[r]->ptr) + offset;
-    float* o = static_cast<float*>(out[r]->ptr) + offset;
-    ASSERT_EQ(braidAllGather(in, o, count, braidFloat32, w.comms[r], s), braidSuccess);
+    float* dst = static_cast<float*>(out[r]->ptr) + offset;
+    ASSERT_EQ(braidAllGather(in, dst, count, braidFloat32, w.comms[r], s), braidSuccess);
   }
   ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError();
   for (int r = 0; r < n; ++r) {
