@@ -7,8 +7,19 @@
 // order; each rank checks its output element by element against a plain loop over every rank's
 // inputs. It counts its file descriptors and threads before init and after destroy and prints
 //   SOAK rank=<r> calls=<n> seconds=<s> fds=<before>,<after> threads=<before>,<after> result=ok|<what>
+//
+// SOAK_FAULTS=k (at most ranks - 2): k faults, evenly spaced over the calls, each drawn from the seed
+// alike on every rank: a victim (a rank of the communicator of the time) that, while it is in that
+// call, is killed (SIGKILL, after printing "SOAK-KILLED rank=<parent rank> call=<i>") or aborts its
+// communicator from another thread (braidCommAbort) and leaves, after 0 to 3 ms (the call is made
+// larger by 1 M elements over the ranks, so that it lasts that long). The others' call
+// either succeeds (its output is checked) or fails; a call that the watchdog had to end (braidTimeout:
+// a hang) fails the run. Then they shrink the communicator without the victim (braidCommShrink),
+// destroy the old one and go on with the remaining calls on the new one.
 #include <braid/braid.h>
 #include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -101,8 +113,10 @@ braidDataType_t typeOf<double>() {
   return braidFloat64;
 }
 
+// The call's result code goes to *code; the string says what was wrong ("" when the call succeeded
+// with the right output).
 template <class T>
-std::string run(braidComm_t comm, const Call& c, int r, int n) {
+std::string run(braidComm_t comm, const Call& c, int r, int n, braidResult_t* code) {
   const size_t count = c.count;
   const braidDataType_t type = typeOf<T>();
   size_t inElems = count, outElems = count;
@@ -147,6 +161,7 @@ std::string run(braidComm_t comm, const Call& c, int r, int n) {
       break;
     default: break;
   }
+  *code = rc;
   if (rc != braidSuccess) return std::string("returned ") + std::to_string(rc) + ": " + braidGetLastError();
   if (c.kind == kReduce && r != c.root) return "";
   for (size_t j = 0; j < outElems; ++j) {
@@ -173,12 +188,37 @@ std::string run(braidComm_t comm, const Call& c, int r, int n) {
   return "";
 }
 
+std::string runAny(braidComm_t comm, const Call& c, int r, int n, braidResult_t* code) {
+  *code = braidSuccess;
+  return c.type == 0   ? run<float>(comm, c, r, n, code)
+         : c.type == 1 ? run<int32_t>(comm, c, r, n, code)
+                       : run<double>(comm, c, r, n, code);
+}
+
+struct Fault {
+  uint64_t at;   // the call
+  bool kill;     // SIGKILL, else braidCommAbort and leave
+  int delayUs;   // into the call
+  uint64_t who;  // the victim: who % (ranks at the time)
+};
+
+std::vector<Fault> faults(uint64_t seed, uint64_t calls, int count) {
+  std::vector<Fault> f;
+  for (int j = 0; j < count; ++j) {
+    uint64_t x = mix(seed * 31 + static_cast<uint64_t>(j) + 0xfa017);
+    f.push_back({calls * static_cast<uint64_t>(j + 1) / static_cast<uint64_t>(count + 1), (x & 1) != 0,
+                 static_cast<int>((x >> 8) % 3000), x >> 20});
+  }
+  return f;
+}
+
 }  // namespace
 
 int main() {
   int fds0 = entries("/proc/self/fd"), threads0 = entries("/proc/self/task");
   const char* callsText = std::getenv("SOAK_CALLS");
   const char* seedText = std::getenv("SOAK_SEED");
+  const char* faultsText = std::getenv("SOAK_FAULTS");
   uint64_t calls = callsText != nullptr ? std::strtoull(callsText, nullptr, 10) : 100000;
   uint64_t seed = seedText != nullptr ? std::strtoull(seedText, nullptr, 10) : 1;
   braidComm_t comm = nullptr;
@@ -189,24 +229,64 @@ int main() {
   int r = 0, n = 0;
   braidCommUserRank(comm, &r);
   braidCommCount(comm, &n);
+  const int parentRank = r;
+  const int faultCount = std::max(0, std::min(faultsText != nullptr ? std::atoi(faultsText) : 0, n - 2));
+  const std::vector<Fault> plan = faults(seed, calls, faultCount);
+  size_t nextFault = 0;
+  int failedCalls = 0;  // calls that a fault made fail (allowed)
   auto t0 = std::chrono::steady_clock::now();
   std::string result;
   uint64_t i = 0;
   for (; i < calls && result.empty(); ++i) {
     Call c = draw(seed, i, n);
-    result = c.type == 0   ? run<float>(comm, c, r, n)
-             : c.type == 1 ? run<int32_t>(comm, c, r, n)
-                           : run<double>(comm, c, r, n);
+    braidResult_t code = braidSuccess;
+    const bool faulty = nextFault < plan.size() && plan[nextFault].at == i;
+    const int victim = faulty ? static_cast<int>(plan[nextFault].who % static_cast<uint64_t>(n)) : -1;
+    if (faulty) c.count = draw(seed, i, n).count + (size_t{1} << 20) / n;  // milliseconds long: the fault lands inside
+    if (r == victim) {
+      const Fault f = plan[nextFault];
+      if (f.kill) {
+        std::printf("SOAK-KILLED rank=%d call=%llu\n", parentRank, static_cast<unsigned long long>(i));
+        std::fflush(stdout);
+      }
+      std::thread fault([&] {
+        std::this_thread::sleep_for(std::chrono::microseconds(f.delayUs));
+        if (f.kill) kill(getpid(), SIGKILL);
+        braidCommAbort(comm);
+      });
+      runAny(comm, c, r, n, &code);
+      fault.join();
+      std::printf("SOAK rank=%d calls=%llu aborted=1 result=ok\n", parentRank, static_cast<unsigned long long>(i));
+      return 0;
+    }
+    result = runAny(comm, c, r, n, &code);
+    if (faulty && code != braidSuccess && code != braidTimeout) {
+      ++failedCalls;  // the victim left during it: an error is the right answer
+      result.clear();
+    }
     if (!result.empty()) {
       result = "call " + std::to_string(i) + " (" + kKindNames[c.kind] + ", count " + std::to_string(c.count) +
                ", type " + std::to_string(c.type) + ", op " + std::to_string(c.op) + ", root " +
                std::to_string(c.root) + (c.inPlace ? ", in place" : "") + "): " + result;
     }
+    if (faulty && result.empty()) {
+      braidComm_t child = nullptr;
+      int excluded[] = {victim};
+      if (braidCommShrink(comm, excluded, 1, &child, nullptr, BRAID_SHRINK_DEFAULT) != braidSuccess) {
+        result = "shrink after call " + std::to_string(i) + ": " + braidGetLastError();
+        break;
+      }
+      braidCommDestroy(comm);
+      comm = child;
+      braidCommUserRank(comm, &r);
+      braidCommCount(comm, &n);
+      ++nextFault;
+    }
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   braidCommDestroy(comm);
-  std::printf("SOAK rank=%d calls=%llu seconds=%.1f fds=%d,%d threads=%d,%d result=%s\n", r,
-              static_cast<unsigned long long>(i), seconds, fds0, entries("/proc/self/fd"), threads0,
-              entries("/proc/self/task"), result.empty() ? "ok" : result.c_str());
+  std::printf("SOAK rank=%d calls=%llu seconds=%.1f faults=%zu failed_calls=%d fds=%d,%d threads=%d,%d result=%s\n",
+              parentRank, static_cast<unsigned long long>(i), seconds, nextFault, failedCalls, fds0,
+              entries("/proc/self/fd"), threads0, entries("/proc/self/task"), result.empty() ? "ok" : result.c_str());
   return result.empty() ? 0 : 1;
 }
