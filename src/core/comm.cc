@@ -606,17 +606,35 @@ Status Comm::shrink(const std::vector<int>& excluded, const CommConfig& config, 
   for (int r = 0; r < nranks_; ++r) {
     if (!gone[r]) members.push_back(r);
   }
+  if (bootstrap_ == nullptr) {
+    return invalidUsage("the communicator's init failed before its ranks met (" + asyncError().message() +
+                        "): there is nothing to shrink; make a new one");
+  }
+  // BRAID_CHECK: a checked call holds checkMu_ from its exchange over the bootstrap to the end of
+  // its run, and the bootstrap takes one caller at a time. With abortFirst such a call is ended
+  // (its FIFO waits by abortCalls, a wait in the bootstrap by bootstrapAbort_, raised until it has
+  // let go); without, the shrink waits for it.
+  std::unique_lock<std::mutex> checked(checkMu_, std::defer_lock);
   if (abortFirst) abortCalls();
+  if (checkCalls_) {
+    if (abortFirst) bootstrapAbort_.store(true, std::memory_order_release);
+    checked.lock();
+    if (abortFirst) bootstrapAbort_.store(false, std::memory_order_release);
+  }
   const uint32_t tag = kShrinkTag + shrinks_++;
   bootstrap::UniqueIdBytes id;
   std::memset(&id, 0, sizeof(id));
   if (members.front() == rank_) {
-    // One that cannot make an id still sends the zeroes, so that the others fail instead of waiting.
+    // One that cannot make an id still sends the zeroes, so that the others fail instead of waiting;
+    // a member it cannot reach does not keep the id from the rest.
     Status made = bootstrap::createLocalUniqueId(&id);
+    Status sent;
     for (size_t i = 1; i < members.size(); ++i) {
-      BRAID_RETURN_IF_ERROR(bootstrap_->send(members[i], tag, &id, sizeof(id)).withContext("shrink"));
+      Status s = bootstrap_->send(members[i], tag, &id, sizeof(id));
+      if (sent.isOk() && !s.isOk()) sent = s;
     }
     BRAID_RETURN_IF_ERROR(made.withContext("shrink: making the new unique id"));
+    BRAID_RETURN_IF_ERROR(sent.withContext("shrink"));
   } else {
     BRAID_RETURN_IF_ERROR(bootstrap_->recv(members.front(), tag, &id, sizeof(id)).withContext("shrink"));
   }

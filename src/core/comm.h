@@ -70,7 +70,7 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// rank; `out` stays empty for BRAID_SPLIT_NOCOLOR.
   Status split(int color, int key, const CommConfig& config, std::shared_ptr<Comm>* out);
 
-  /// braidCommShrink: every rank not in `excluded` (sorted, unique, in range, not this rank) calls
+  /// braidCommShrink: every rank not in `excluded` (unique, in range, not this rank; any order) calls
   /// it; they form a new communicator, ranked in this one's order, without exchanging anything with
   /// the excluded ranks, so it completes when those are dead or hung. Allowed on a communicator
   /// that failed (a dead peer, the watchdog). `abortFirst` (BRAID_SHRINK_ABORT) first ends this

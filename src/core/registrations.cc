@@ -1,9 +1,18 @@
 #include "core/registrations.h"
 
+#include <atomic>
 #include <string>
 
 namespace braid::core {
 namespace {
+
+// Handles of every communicator's registrations, never reused: shifted so that they look like the
+// aligned pointers callers expect and are never null.
+std::atomic<uintptr_t> nextHandle{1};
+constexpr int kHandleShift = 4;
+
+void* toHandle(uintptr_t key) { return reinterpret_cast<void*>(key << kHandleShift); }
+uintptr_t toKey(const void* handle) { return reinterpret_cast<uintptr_t>(handle) >> kHandleShift; }
 
 const char* kindName(Registrations::Kind kind) {
   return kind == Registrations::Kind::kBuffer ? "buffer registration" : "window";
@@ -17,35 +26,36 @@ Status Registrations::add(Kind kind, const void* base, size_t bytes, void** hand
     return invalidArgument("'size' = " + std::to_string(bytes) + " runs past the end of the address space");
   }
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [h, e] : byHandle_) {
-    if (e->kind == kind && e->base == at && e->bytes == bytes) {
-      if (e->refs == INT32_MAX) return invalidUsage("this range is registered too many times");
-      ++e->refs;
-      *handle = const_cast<void*>(h);
+  for (auto& [key, e] : byHandle_) {
+    if (e.kind == kind && e.base == at && e.bytes == bytes) {
+      if (e.refs == INT32_MAX) return invalidUsage("this range is registered too many times");
+      ++e.refs;
+      *handle = toHandle(key);
       return Status::ok();
     }
   }
-  auto entry = std::make_unique<Entry>(Entry{kind, at, bytes, 1});
-  *handle = entry.get();
-  byHandle_.emplace(entry.get(), std::move(entry));
+  const uintptr_t key = nextHandle.fetch_add(1, std::memory_order_relaxed);
+  byHandle_.emplace(key, Entry{kind, at, bytes, 1});
+  *handle = toHandle(key);
   return Status::ok();
 }
 
 Status Registrations::remove(Kind kind, const void* handle) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = byHandle_.find(handle);
-  if (it == byHandle_.end() || it->second->kind != kind) {
+  auto it = reinterpret_cast<uintptr_t>(handle) % (uintptr_t{1} << kHandleShift) == 0 ? byHandle_.find(toKey(handle))
+                                                                                      : byHandle_.end();
+  if (it == byHandle_.end() || it->second.kind != kind) {
     return invalidArgument(std::string("the handle is not a live ") + kindName(kind) +
                            " of this communicator (never made, deregistered already, or another communicator's)");
   }
-  if (--it->second->refs == 0) byHandle_.erase(it);
+  if (--it->second.refs == 0) byHandle_.erase(it);
   return Status::ok();
 }
 
 size_t Registrations::count(Kind kind) const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
-  for (const auto& [h, e] : byHandle_) n += e->kind == kind ? 1 : 0;
+  for (const auto& [key, e] : byHandle_) n += e.kind == kind ? 1 : 0;
   return n;
 }
 

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <mutex>
 
 #include "core/status.h"
@@ -37,8 +36,9 @@ class Registrations {
     int refs;
   };
   mutable std::mutex mu_;
-  // Owned entries by their address, which is the handle: a foreign value is looked up, not followed.
-  std::map<const void*, std::unique_ptr<Entry>> byHandle_;
+  // By handle: a number never given twice in the process (not an address, which the allocator
+  // would give again to a later registration), so an ended or foreign handle is never found.
+  std::map<uintptr_t, Entry> byHandle_;
 };
 
 }  // namespace braid::core

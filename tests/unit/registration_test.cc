@@ -31,6 +31,12 @@ TEST(Registration, TheSameRangeTwiceIsOneHandleDeregisteredTwice) {
   EXPECT_NE(lastError().find("not a live buffer registration of this communicator"), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("rank 0"), std::string::npos) << lastError();
   EXPECT_EQ(braidCommDeregister(ranks[0], part), braidSuccess) << lastError();
+  // A later registration never answers to an ended one's handle (nor the other way round).
+  void* later = nullptr;
+  ASSERT_EQ(braidCommRegister(ranks[0], buf.data(), buf.size() * sizeof(float), &later), braidSuccess);
+  EXPECT_NE(later, a);
+  EXPECT_EQ(braidCommDeregister(ranks[0], a), braidInvalidArgument) << "an ended handle after a new registration";
+  EXPECT_EQ(braidCommDeregister(ranks[0], later), braidSuccess) << lastError();
 }
 
 TEST(Registration, ForeignHandlesAndBadArgumentsAreRefused) {

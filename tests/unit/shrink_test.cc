@@ -124,9 +124,13 @@ TEST(Shrink, AfterAnAbortedPeerFailedTheParent) {
 }
 
 // Ranks 0 and 1 are inside an all-reduce that rank 2 never joins; another thread of each shrinks
-// with BRAID_SHRINK_ABORT: the stuck calls return an error, and the new communicator works.
-TEST(Shrink, AbortFirstEndsACallStuckOnAnotherThread) {
-  ThreadRanks ranks(3);
+// with BRAID_SHRINK_ABORT: the stuck calls return an error, and the new communicator works. With
+// BRAID_CHECK=1 the stuck calls wait in the check's exchange over the bootstrap (the ring through
+// rank 2), which the shrink then needs itself.
+void abortFirstEndsAStuckCall(bool checked) {
+  ThreadRanks ranks(3, nullptr,
+                    checked ? std::vector<std::pair<const char*, const char*>>{{"BRAID_CHECK", "1"}}
+                            : std::vector<std::pair<const char*, const char*>>{});
   std::vector<std::string> errors;
   auto warm = ranks.each(
       [&](int r) {
@@ -169,6 +173,36 @@ TEST(Shrink, AbortFirstEndsACallStuckOnAnotherThread) {
     EXPECT_EQ(sums[r], sumOf(survivors)) << "rank " << r;
     EXPECT_EQ(braidCommDestroy(child[r]), braidSuccess);
   }
+}
+
+TEST(Shrink, AbortFirstEndsACallStuckOnAnotherThread) { abortFirstEndsAStuckCall(false); }
+
+TEST(Shrink, AbortFirstEndsACheckedCallStuckInTheBootstrap) { abortFirstEndsAStuckCall(true); }
+
+// A communicator whose init failed before its ranks met has no bootstrap: refused, not a crash.
+TEST(Shrink, AnInitThatFailedIsRefused) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+  config.deviceKind = braidDeviceHost;
+  config.blocking = 0;
+  config.timeoutMs = 1000;
+  braidComm_t lonely = nullptr;  // rank 0 of 2; rank 1 never comes
+  braidResult_t rc = braidCommInitRankConfig(&lonely, 2, id, 0, &config);
+  ASSERT_TRUE(rc == braidInProgress || rc == braidSuccess) << braidGetLastError();
+  braidResult_t async = braidInProgress;
+  for (int i = 0; i < 100 && async == braidInProgress; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    braidCommGetAsyncError(lonely, &async);
+  }
+  ASSERT_NE(async, braidSuccess);
+  ASSERT_NE(async, braidInProgress) << "the init did not time out";
+  int excluded[] = {1};
+  braidComm_t child = nullptr;
+  EXPECT_EQ(braidCommShrink(lonely, excluded, 1, &child, nullptr, 0), braidInvalidUsage);
+  EXPECT_NE(std::string(braidGetLastError()).find("init failed before its ranks met"), std::string::npos)
+      << braidGetLastError();
+  EXPECT_EQ(braidCommDestroy(lonely), braidSuccess);
 }
 
 TEST(Shrink, BadArgumentsAreRefusedNamingThem) {
