@@ -24,7 +24,9 @@ bool HostPrims::takeRecv(size_t bytes, const char** slots) {
     transport::CallTag theirs;
     if (call_.progress != nullptr) call_.progress->waitingOn.store(recvPeer_[i], std::memory_order_relaxed);
     slots[i] = recv_[i] == nullptr ? nullptr : recv_[i]->waitReadable(&got, stepStop(), &theirs);
-    if (call_.progress != nullptr) call_.progress->steps.fetch_add(1, std::memory_order_relaxed);
+    // A step is a wait that ended with a slot: a failed one is no progress (the watchdog keeps what
+    // it gathered for a call that ended without a step).
+    if (call_.progress != nullptr && slots[i] != nullptr) call_.progress->steps.fetch_add(1, std::memory_order_relaxed);
     if (slots[i] != nullptr && theirs != call_.tag) {
       failMismatch(recvPeer_[i], theirs);
       return false;
@@ -84,7 +86,7 @@ bool HostPrims::takeSend(char** slots) {
       call_.progress->waitingOn.store(send_[i]->peerRank(), std::memory_order_relaxed);
     }
     slots[i] = send_[i] == nullptr ? nullptr : send_[i]->waitWritable(stepStop());
-    if (call_.progress != nullptr) call_.progress->steps.fetch_add(1, std::memory_order_relaxed);
+    if (call_.progress != nullptr && slots[i] != nullptr) call_.progress->steps.fetch_add(1, std::memory_order_relaxed);
     if (slots[i] == nullptr) {
       fail(send_[i]);
       return false;
