@@ -360,6 +360,11 @@ int main(int argc, char** argv) {
       rc = braidInternalError;
       msg = "rank " + std::to_string(rank) + " became rank " + std::to_string(childRank);
     }
+    // Every survivor has its result before any leaves: this scenario is about the shrink, not about
+    // a peer that exits while another still reads its last slot over sockets (bench/NOTES.md,
+    // "an idle send connection closed by a peer that finished").
+    std::shared_ptr<braid::core::Comm> c;
+    if (braid::api::lookupComm(child, "comm", &c).isOk()) c->bootstrap().barrier().ignore();
     braidCommDestroy(child);
     braidCommDestroy(comm);
     return report(rank, nranks, rc, start, end, msg);
