@@ -52,11 +52,4 @@ Status Registrations::remove(Kind kind, const void* handle) {
   return Status::ok();
 }
 
-size_t Registrations::count(Kind kind) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t n = 0;
-  for (const auto& [key, e] : byHandle_) n += e.kind == kind ? 1 : 0;
-  return n;
-}
-
 }  // namespace braid::core

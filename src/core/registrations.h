@@ -25,8 +25,6 @@ class Registrations {
   Status add(Kind kind, const void* base, size_t bytes, void** handle);
   /// Drops one reference of `handle`; the last one ends the registration.
   Status remove(Kind kind, const void* handle);
-  /// Live registrations of `kind` (a range registered twice counts once).
-  size_t count(Kind kind) const;
 
  private:
   struct Entry {
@@ -35,7 +33,7 @@ class Registrations {
     size_t bytes;
     int refs;
   };
-  mutable std::mutex mu_;
+  std::mutex mu_;
   // By handle: a number never given twice in the process (not an address, which the allocator
   // would give again to a later registration), so an ended or foreign handle is never found.
   std::map<uintptr_t, Entry> byHandle_;
