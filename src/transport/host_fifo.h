@@ -46,6 +46,11 @@ class FifoObserver {
     (void)peer;
     (void)why;
   }
+  /// `peer` closed a connection to this rank, or went away (`why`): what it sent still arrives.
+  virtual void peerGone(int peer, const std::string& why) {
+    (void)peer;
+    (void)why;
+  }
 };
 
 class HostFifo;

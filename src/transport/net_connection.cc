@@ -48,25 +48,35 @@ void NetConnection::laneDone(int lane, uint64_t slots) {
 }
 
 void NetConnection::endBefore(uint64_t counter, const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (counter < endBefore_) {
-    endBefore_ = counter;
-    endWhy_ = why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (counter < endBefore_) {
+      endBefore_ = counter;
+      endWhy_ = why;
+    }
+    if (fifo_->tailCount() >= endBefore_) endNow();
   }
-  if (fifo_->tailCount() >= endBefore_) endNow();
+  observer_->peerGone(peer_, why);
 }
 
 void NetConnection::peerLeft(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (endBefore_ == UINT64_MAX) {
-    endBefore_ = fifo_->headCount();  // every slot before it was sent
-    endWhy_ = why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (endBefore_ == UINT64_MAX) {
+      endBefore_ = fifo_->headCount();  // every slot before it was sent
+      endWhy_ = why;
+    }
+    endNow();
   }
-  endNow();
+  observer_->peerGone(peer_, why);
 }
 
+// An incoming host FIFO fails once the slots before the end are delivered: its reader takes them
+// first. Every other kind waits until its side needs what will never move (checkEnded): an
+// outgoing host FIFO until this rank publishes past the end, so that a peer that finished and
+// left does not end this rank's wait for the slots it sent (a step's wait watches all its FIFOs).
 void NetConnection::endNow() {
-  if (!fifo_->sharedWithDevice()) {
+  if (!outgoing_ && !fifo_->sharedWithDevice()) {
     fail(endWhy_);
     return;
   }

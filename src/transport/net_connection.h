@@ -75,15 +75,17 @@ class NetConnection {
   /// with an error naming it (and `why`: what the network said).
   void fail(const std::string& why = std::string());
   /// Incoming: a lane's peer went away before slot `counter`. The slots before it that other lanes
-  /// are still finishing are delivered first; then the connection fails (see ended()).
+  /// are still finishing are delivered first; then the connection fails (see checkEnded()).
   void endBefore(uint64_t counter, const std::string& why);
-  /// Outgoing: the peer went away while nothing was in flight; the connection fails (see ended()).
+  /// Outgoing: the peer went away while nothing was in flight; the connection fails once this
+  /// rank publishes a slot that cannot be sent (see checkEnded()).
   void peerLeft(const std::string& why);
-  /// A FIFO shared with a GPU kernel does not fail when its peer leaves, only once the kernel
-  /// needs what will never come: a slot at or after the end (incoming: the kernel waits for it,
-  /// FifoBlock::wanted) or a published slot that cannot be sent (outgoing). A peer that destroyed
-  /// its communicator after its last call leaves like one that died. This checks; true if it
-  /// failed the connection now.
+  /// A connection whose peer left fails only once its side needs what will never come: a slot at
+  /// or after the end (an incoming FIFO a kernel shares: the kernel waits for it,
+  /// FifoBlock::wanted) or a published slot that cannot be sent (outgoing, host or GPU). An
+  /// incoming host FIFO fails once the slots before the end are in it. A peer that destroyed its
+  /// communicator after its last call leaves like one that died. This checks; true if it failed
+  /// the connection now. Both ends tell the observer (FifoObserver::peerGone).
   bool checkEnded();
 
  private:

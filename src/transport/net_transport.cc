@@ -17,6 +17,8 @@ constexpr int kPollMs = 100;             // longest sleep: how late a stop is se
 constexpr int kPluginNapMs = 1;          // a proxy's nap when a lane has no descriptor
 constexpr int64_t kHelloWaitMs = 10000;  // an accepted lane must introduce itself by then
 constexpr int64_t kMaxFlushMs = 10000;
+// A peer seen gone this long ago has had its lanes (connected before it closed anything) arrive.
+constexpr int64_t kGoneDrainMs = 300;
 constexpr int kMaxChannelsOrConns = 1024;
 
 using Clock = std::chrono::steady_clock;
@@ -54,6 +56,8 @@ std::string checkNetHello(const NetHello& h, uint64_t commKey, int rank, int nra
 // True on a thread that is stepping lanes (a proxy, or a caller stepping them inline): a wake-up it
 // causes itself (a slot released or published by a lane) must not step them again.
 thread_local bool tStepping = false;
+// True on a thread inside NetTransport::checkEnded (a connection it fails wakes the observer again).
+thread_local bool tCheckingEnded = false;
 
 // One proxy thread and the lanes it drives. `stepMu` is held by whoever steps the lanes: the proxy
 // (not while it sleeps), or a thread that changed a FIFO and steps them inline (NetTransport::wake).
@@ -211,6 +215,12 @@ Status NetTransport::start(std::vector<NetHandle> peers) {
 // without waking the proxy. The proxy is woken when requests stay in flight (it must watch them)
 // or when another thread holds the lanes.
 void NetTransport::wake() {
+  if (goneCount_.load(std::memory_order_acquire) > 0 && !tCheckingEnded) {
+    // A slot published to a peer that left fails its connection here (NetConnection::checkEnded).
+    tCheckingEnded = true;
+    checkEnded();
+    tCheckingEnded = false;
+  }
   for (auto& proxy : proxies_) {
     if (!tStepping) {
       std::unique_lock<std::mutex> step(proxy->stepMu, std::try_to_lock);
@@ -287,7 +297,10 @@ Status NetTransport::connectLane(int dst, const NetHello& hello, const braid::ne
 Status NetTransport::connection(int channel, int connId, int src, int dst, HostFifo** out) {
   Key key{channel, connId, src, dst};
   if (src != rank_) {
-    *out = &findOrMake(key, false, 0)->fifo();
+    std::shared_ptr<NetConnection> c = findOrMake(key, false, 0);
+    std::string why;
+    if (c->lanes() == 0 && drainedGone(src, &why)) c->endBefore(0, neverSent(key, why));
+    *out = &c->fifo();
     return Status::ok();
   }
   {
@@ -322,6 +335,8 @@ Status NetTransport::attach(int channel, int connId, int src, int dst, std::uniq
     parked_.erase(range.first, range.second);
   }
   for (auto& [hello, comm] : waiting) adoptInto(connection, hello, comm);
+  std::string why;
+  if (waiting.empty() && drainedGone(src, &why)) connection->endBefore(0, neverSent(key, why));
   return Status::ok();
 }
 
@@ -377,7 +392,57 @@ void NetTransport::checkEnded() {
 void NetTransport::endWork() { working_.fetch_sub(1, std::memory_order_acq_rel); }
 
 void NetTransport::failed(int peer, const std::string& why) {
+  peerGone(peer, why);
   if (options_.onFailure) options_.onFailure(peer, why);
+}
+
+void NetTransport::peerGone(int peer, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (gone_.count(peer) != 0) return;
+  gone_[peer] = Gone{why, Clock::now(), false};
+  goneCount_.store(gone_.size(), std::memory_order_release);
+}
+
+std::string NetTransport::neverSent(const Key& key, const std::string& why) {
+  return "rank " + std::to_string(std::get<2>(key)) + " went away without ever sending on channel " +
+         std::to_string(std::get<0>(key)) + " connection " + std::to_string(std::get<1>(key)) + " (" + why + ")";
+}
+
+// True (and why) when `peer` is gone and every lane it made has arrived.
+bool NetTransport::drainedGone(int peer, std::string* why) {
+  if (drainedCount_.load(std::memory_order_acquire) == 0) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = gone_.find(peer);
+  if (it == gone_.end() || !it->second.drained) return false;
+  *why = it->second.why;
+  return true;
+}
+
+// Called by the acceptor after a pass that began at `passBegan` found no connection to accept and
+// none waiting for its hello: every lane of a peer seen gone well before then has arrived (it
+// connected them, and sent their hellos, before it closed anything). A connection from such a peer
+// without a lane then never gets one: it fails (a GPU FIFO once its kernel waits on it).
+void NetTransport::drainGone(Clock::time_point passBegan) {
+  if (drainedCount_.load(std::memory_order_acquire) == goneCount_.load(std::memory_order_acquire)) return;
+  std::vector<std::pair<std::shared_ptr<NetConnection>, std::string>> unsent;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t drained = 0;
+    for (auto& [peer, g] : gone_) {
+      if (!g.drained && passBegan - g.at >= std::chrono::milliseconds(kGoneDrainMs)) {
+        g.drained = true;
+        for (auto& [key, c] : connections_) {
+          if (std::get<2>(key) == peer && c->lanes() == 0) unsent.emplace_back(c, neverSent(key, g.why));
+        }
+      }
+      drained += g.drained ? 1 : 0;
+    }
+    drainedCount_.store(drained, std::memory_order_release);
+  }
+  for (auto& [c, why] : unsent) {
+    BRAID_INFO(log::Subsys::kNet, "network transport: ", why);
+    c->endBefore(0, why);
+  }
 }
 
 // Accepts lanes and waits for their hellos without ever blocking on one: a lane that says nothing,
@@ -388,6 +453,7 @@ void NetTransport::acceptLoop() {
   int napUs = 50;
   while (!stop_.load(std::memory_order_acquire)) {
     bool moved = false;
+    const Clock::time_point passBegan = Clock::now();
     for (;;) {
       void* comm = nullptr;
       Status st = network_->check(api.accept(listenComm_, &comm, nullptr), "accept");
@@ -416,6 +482,7 @@ void NetTransport::acceptLoop() {
       napUs = 50;
       continue;
     }
+    if (pending.empty()) drainGone(passBegan);
     // Nothing new: sleep on the listener (the built-in network) or nap, longer while idle.
     std::vector<pollfd> fds{{acceptWaker_.fd(), POLLIN, 0}};
     int fd = network_->builtIn() ? network::socketNetFd(listenComm_) : -1;

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -104,6 +105,10 @@ class NetTransport : public FifoObserver {
   void wake() override;
   /// FifoObserver: a connection failed; told to options.onFailure.
   void failed(int peer, const std::string& why) override;
+  /// FifoObserver: `peer` closed a connection or went away. Once every lane it made has arrived
+  /// (drainGone), a connection from it that has none fails: it will never send on it (it is in
+  /// another call, failed, or ended its communicator), and nothing else would end a wait on it.
+  void peerGone(int peer, const std::string& why) override;
 
  private:
   struct Proxy;
@@ -120,6 +125,9 @@ class NetTransport : public FifoObserver {
   Status connectLane(int dst, const NetHello& hello, const net::Deadline& deadline, void** sendComm);
   void flush();
   void checkEnded();
+  void drainGone(std::chrono::steady_clock::time_point passBegan);
+  bool drainedGone(int peer, std::string* why);
+  static std::string neverSent(const Key& key, const std::string& why);
 
   const uint64_t commKey_;
   const int rank_;
@@ -137,7 +145,15 @@ class NetTransport : public FifoObserver {
   std::mutex mu_;
   std::map<Key, std::shared_ptr<NetConnection>> connections_;
   std::multimap<Key, std::pair<NetHello, void*>> parked_;  // lanes waiting for attach() (guarded by mu_)
-  std::atomic<int> working_{0};                            // kernels between beginWork and endWork
+  struct Gone {
+    std::string why;
+    std::chrono::steady_clock::time_point at;
+    bool drained = false;  // every lane it made has arrived
+  };
+  std::map<int, Gone> gone_;          // peers that closed a connection or left (guarded by mu_)
+  std::atomic<size_t> goneCount_{0};  // gone_.size()
+  std::atomic<size_t> drainedCount_{0};
+  std::atomic<int> working_{0};  // kernels between beginWork and endWork
 };
 
 }  // namespace braid::transport

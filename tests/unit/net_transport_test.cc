@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -199,6 +200,14 @@ TEST(NetTransport, WrongHellosAreDroppedAndRealPeersStillConnect) {
   for (void* c : intruders) n->api().closeSend(c);
 }
 
+// Publishes one slot of `bytes` bytes, each `value`, into `out`.
+void publishSlot(HostFifo* out, size_t bytes, char value, const StopFlags& stop) {
+  char* slot = out->waitWritable(stop);
+  ASSERT_NE(slot, nullptr);
+  std::memset(slot, value, bytes);
+  out->publish(bytes);
+}
+
 // A peer whose transport goes away mid-stream: the receiver's wait ends with the FIFO closed in
 // the peer's name, after the slots that did arrive.
 TEST(NetTransport, PeerGoneClosesTheFifoInItsName) {
@@ -208,10 +217,7 @@ TEST(NetTransport, PeerGoneClosesTheFifoInItsName) {
   ASSERT_TRUE(pair.rank[1]->connection(0, 0, 0, 1, &in).isOk());
   ASSERT_TRUE(pair.rank[0]->connection(0, 0, 0, 1, &out).isOk());
   StopFlags stop{&pair.abort, nullptr};
-  char* slot = out->waitWritable(stop);
-  ASSERT_NE(slot, nullptr);
-  std::memset(slot, 1, 256);
-  out->publish(256);
+  publishSlot(out, 256, 1, stop);
   pair.rank[0].reset();  // flushes the slot, then closes its lanes
   size_t bytes = 0;
   ASSERT_NE(in->waitReadable(&bytes, stop), nullptr);
@@ -219,6 +225,93 @@ TEST(NetTransport, PeerGoneClosesTheFifoInItsName) {
   in->release();
   EXPECT_EQ(in->waitReadable(&bytes, stop), nullptr);
   EXPECT_EQ(in->closedBy(), 0);
+}
+
+// Runs `wait` (which returns once its FIFO is readable or stopped) with `abort` raised after 10 s,
+// so that a wait nothing ends fails the test instead of hanging it. True if it ended by itself.
+bool endsWithin10s(std::atomic<bool>& abort, const std::function<void()>& wait) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watcher([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; })) abort.store(true);
+  });
+  wait();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watcher.join();
+  return !abort.load();
+}
+
+// The exit race over the network: rank 1 receives rank 0's slot, sends more slots than rank 0's
+// FIFO holds (the rest wait in the socket) and leaves, as a rank does after its last call. Rank 0's
+// idle send connection sees the close first; its waits for rank 1's slots watch that connection
+// (as a step's waits watch all its FIFOs), and still get every slot. The send connection fails
+// only once rank 0 publishes a slot that can no longer go anywhere, naming rank 1.
+TEST(NetTransport, APeerThatSentItsLastSlotsAndLeftDoesNotEndTheWaitForThem) {
+  constexpr int kSlots = 4;
+  Pair pair(1, 2, kSlots, 256);
+  HostFifo *out0 = nullptr, *in1 = nullptr, *out1 = nullptr, *in0 = nullptr;
+  ASSERT_TRUE(pair.rank[1]->connection(0, 0, 0, 1, &in1).isOk());
+  ASSERT_TRUE(pair.rank[0]->connection(0, 1, 1, 0, &in0).isOk());
+  ASSERT_TRUE(pair.rank[0]->connection(0, 0, 0, 1, &out0).isOk());
+  ASSERT_TRUE(pair.rank[1]->connection(0, 1, 1, 0, &out1).isOk());
+  StopFlags plain{&pair.abort, nullptr};
+  publishSlot(out0, 256, 7, plain);
+  size_t bytes = 0;
+  ASSERT_NE(in1->waitReadable(&bytes, plain), nullptr);
+  in1->release();
+  for (int k = 0; k < 3 * kSlots; ++k) publishSlot(out1, 100, static_cast<char>(k), plain);
+  pair.rank[1].reset();  // flushes its slots into the socket, then closes every lane
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // rank 0's idle send lane sees it
+  EXPECT_LT(out0->closedBy(), 0) << out0->closeReason();
+
+  HostFifo* watched[] = {in0, out0};
+  StopFlags step{&pair.abort, nullptr, watched, 2};
+  for (int k = 0; k < 3 * kSlots; ++k) {
+    const char* got = nullptr;
+    ASSERT_TRUE(endsWithin10s(pair.abort, [&] { got = in0->waitReadable(&bytes, step); }));
+    ASSERT_NE(got, nullptr) << "slot " << k << ": " << in0->closeReason() << " / " << out0->closeReason();
+    EXPECT_EQ(bytes, 100u);
+    EXPECT_EQ(got[99], static_cast<char>(k));
+    in0->release();
+  }
+  ASSERT_TRUE(endsWithin10s(pair.abort, [&] { EXPECT_EQ(in0->waitReadable(&bytes, step), nullptr); }));
+  EXPECT_EQ(in0->closedBy(), 1);
+
+  publishSlot(out0, 8, 0, plain);
+  EXPECT_EQ(out0->closedBy(), 1);
+  EXPECT_NE(out0->closeReason().find("rank 1"), std::string::npos) << out0->closeReason();
+}
+
+// A connection the leaving peer never made (it was in another call): a wait on it ends, naming the
+// peer, once the peer's lanes have all had time to arrive; so does one asked for afterwards.
+TEST(NetTransport, AConnectionAPeerNeverMadeFailsOnceItIsGone) {
+  Pair pair(1, 2, 4, 256);
+  HostFifo *out0 = nullptr, *in1 = nullptr, *never = nullptr;
+  ASSERT_TRUE(pair.rank[1]->connection(0, 0, 0, 1, &in1).isOk());
+  ASSERT_TRUE(pair.rank[0]->connection(0, 0, 0, 1, &out0).isOk());
+  ASSERT_TRUE(pair.rank[0]->connection(2, 3, 1, 0, &never).isOk());
+  StopFlags plain{&pair.abort, nullptr};
+  publishSlot(out0, 16, 1, plain);
+  size_t bytes = 0;
+  ASSERT_NE(in1->waitReadable(&bytes, plain), nullptr);
+  in1->release();
+  pair.rank[1].reset();
+
+  ASSERT_TRUE(endsWithin10s(pair.abort, [&] { EXPECT_EQ(never->waitReadable(&bytes, plain), nullptr); }));
+  EXPECT_EQ(never->closedBy(), 1);
+  EXPECT_NE(never->closeReason().find("rank 1 went away without ever sending on channel 2 connection 3"),
+            std::string::npos)
+      << never->closeReason();
+
+  HostFifo* later = nullptr;
+  ASSERT_TRUE(pair.rank[0]->connection(1, 0, 1, 0, &later).isOk());
+  EXPECT_EQ(later->closedBy(), 1) << "a connection asked for after the peer left, never made by it";
 }
 
 // Connections over FIFOs that a GPU kernel shares (HostFifo::forDevice, exec/cuda_net.cc), with
