@@ -4,6 +4,7 @@
 #
 #   concurrent_processes.sh [--hosts] BINARY COPIES FILTER [OUTDIR]
 #
+# One copy: the cases in one process (ctest's gpu_cases_N: one gtest shard each, GTEST_SHARD_INDEX).
 # Plain: independent copies, the situation (ctest -j on one GPU) in which the tests once raced
 # their own buffers (gpu_world.h). With --hosts: the copies are the pretended hosts of one job,
 # copy i with BRAID_HOSTID=braid-gpu-test-host-i and BRAID_TEST_HOSTS=i:COPIES:DIR, so that each
