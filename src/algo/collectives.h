@@ -15,14 +15,14 @@ enum class Coll : int { kAllReduce = 0, kBroadcast, kReduce, kAllGather, kReduce
 // what it receives, one hop in all. It is not written over Prims, so only
 // the CUDA engine runs it; the tuner offers it on GPU communicators whose ranks all reach each
 // other's memory, up to a size the engine reserves.
-// kHier is the hierarchical all-reduce, all-gather and broadcast (hier.h): inside each host and
-// across hosts on rails.
+// kHier is the hierarchical all-reduce, all-gather, broadcast and reduce (hier.h): inside each host
+// and across hosts on rails.
 enum class Algo : int { kRing = 0, kTree, kDoubleTree, kDoubling, kOneShot, kHier, kNumAlgos };
 
 /// Whether `algo` implements `coll` (broadcast and reduce run as ring chains; trees and recursive
 /// doubling are all-reduce only; the one-shot runs every collective).
 BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) {
-  if (algo == Algo::kHier) return coll == Coll::kAllReduce || coll == Coll::kAllGather || coll == Coll::kBroadcast;
+  if (algo == Algo::kHier) return coll != Coll::kReduceScatter;
   return algo == Algo::kRing || algo == Algo::kOneShot || coll == Coll::kAllReduce;
 }
 
@@ -36,6 +36,8 @@ BRAID_HOST_DEVICE void runLane(Backend& b, Coll coll, Algo algo, const WorkArgs&
         hierAllGather(b, w);
       else if (coll == Coll::kBroadcast)
         hierBroadcast(b, w);
+      else if (coll == Coll::kReduce)
+        hierReduce(b, w);
       else
         hierAllReduce(b, w);
       return;

@@ -33,7 +33,7 @@ std::vector<std::vector<int>> algorithmPeers(const Geometry& g, int rank, const 
           Recorder rec;
           runLane(rec, coll, a, w, lane);
           for (const Op& op : rec.ops) {
-            for (int i = 0; i < op.nRecv && op.receives(); ++i) found[op.conn].insert(op.recvPeers[i]);
+            for (int i = 0; i < op.nRecv && op.receives(); ++i) found[op.recvConns[i]].insert(op.recvPeers[i]);
             for (int i = 0; i < op.nSend && op.sends(); ++i) found[op.conn].insert(op.sendPeers[i]);
           }
         }

@@ -131,6 +131,57 @@ BRAID_HOST_DEVICE void hierBroadcast(Backend& b, const WorkArgs& w) {
   broadcastChain(b, w, h.at(h.host, me + k - 1), h.at(h.host, me + 1), wrap(me - src, k), k, kConnLocal, hosts > 1);
 }
 
+// Hierarchical reduce: on the root, output[i] = op over ranks of input[i]. The broadcast turned
+// round, as a tree of chains: inside each host a chain ends at the host's member of the root's rail
+// (local index rootLocal mod k, as hierBroadcast folds it), and that member combines what its chain
+// brings with what comes along the rail from the hosts before it, then passes the sum on along the
+// rail towards the root's host:
+//
+//   host B: b1 -> b0 --rail--+        (b0: the member of the root's rail on B)
+//   host A: a1 -> a0 = root <+        a0 receives from a1 and from b0 in the same step
+//
+// Every partial sum streams straight on, so no rank but the root needs room for one (a reduce's
+// output is the root's alone). Steps per chunk: (k-1) inside + (N-1) across, against the flat
+// chain's Nk-1; what crosses each host's link is the message once, as in the flat chain.
+template <class Backend>
+BRAID_HOST_DEVICE void hierReduce(Backend& b, const WorkArgs& w) {
+  const HostsView& h = w.hosts;
+  const int k = h.size(h.host), me = h.local, hosts = h.n;
+  int rootHost = 0, rootLocal = 0;
+  for (int g = 0; g < hosts; ++g) {
+    for (int i = 0; i < h.size(g); ++i) {
+      if (h.ranks[h.start[g] + i] == w.root) rootHost = g, rootLocal = i;
+    }
+  }
+  const int src = rootLocal % k;                       // this host's member of the root's rail
+  const int localRel = wrap(me - src, k);              // 1 starts the host's chain, 0 ends it
+  const int railRel = wrap(h.host - rootHost, hosts);  // 1 starts the rail's chain, 0 is the root's host
+  // The rail member receives on two levels: its host's chain (kConnLocal) and the rail (kConnRail).
+  int recvPeers[2], recvConns[2], sendPeer = -1, sendConn = kConnLocal, nRecv = 0;
+  if (k > 1 && localRel != 1 % k) recvPeers[nRecv] = h.at(h.host, me + k - 1), recvConns[nRecv++] = kConnLocal;
+  if (localRel != 0) {
+    sendPeer = h.at(h.host, me + 1);
+  } else {
+    if (hosts > 1 && railRel != 1 % hosts) {
+      recvPeers[nRecv] = h.at(wrap(h.host - 1, hosts), rootLocal), recvConns[nRecv++] = kConnRail;
+    }
+    if (railRel != 0) sendPeer = h.at(wrap(h.host + 1, hosts), rootLocal), sendConn = kConnRail;
+  }
+  const Range r = channelRange(w.count, w.channel, w.nChannels);
+  auto p = b.open(recvPeers, recvConns, nRecv, &sendPeer, sendPeer >= 0 ? 1 : 0, sendConn);
+  for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
+    const size_t len = minSize(w.chunkElems, r.end - o);
+    if (sendPeer >= 0 && nRecv == 0)
+      p.send(o, len);
+    else if (sendPeer >= 0)
+      p.recvReduceSend(o, len);
+    else if (nRecv > 0)
+      p.recvReduceCopy(o, o, len, w.postOp);
+    else
+      p.copy(o, o, len, w.postOp);  // one rank in all
+  }
+}
+
 // Hierarchical all-gather: output[q * count + i] = rank q's input[i].
 //
 //   1. across hosts, rail s (the ranks of local index s on every host) ring-gathers its members'

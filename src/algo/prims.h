@@ -39,7 +39,11 @@
 //
 // A Backend provides:
 //   Prims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId);
-// which copies the peer lists (algorithms pass addresses of locals).
+//   Prims open(const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend,
+//              int connId);
+// which copy the peer lists (algorithms pass addresses of locals). The second gives each receive a
+// connection id of its own (the hierarchical reduce's rail member receives from its host's chain
+// and from the rail, two levels); sends use connId.
 #pragma once
 
 #include "algo/common.h"

@@ -34,7 +34,8 @@ struct Op {
   int nRecv;
   int sendPeers[kMaxPeers];
   int nSend;
-  int conn;
+  int conn;                  // the sends' connection id
+  int recvConns[kMaxPeers];  // each receive's
   size_t in;
   size_t out;
   size_t n;
@@ -77,9 +78,9 @@ class Recorder {
  public:
   class Prims {
    public:
-    Prims(std::vector<Op>* ops, const int* recv, int nRecv, const int* send, int nSend, int conn)
+    Prims(std::vector<Op>* ops, const int* recv, const int* recvConns, int nRecv, const int* send, int nSend, int conn)
         : ops_(ops), nRecv_(nRecv), nSend_(nSend), conn_(conn) {
-      for (int i = 0; i < nRecv; ++i) recv_[i] = recv[i];
+      for (int i = 0; i < nRecv; ++i) recv_[i] = recv[i], recvConns_[i] = recvConns != nullptr ? recvConns[i] : conn;
       for (int i = 0; i < nSend; ++i) send_[i] = send[i];
     }
     void send(size_t in, size_t n) { push(OpKind::kSend, in, 0, n, false); }
@@ -101,13 +102,14 @@ class Recorder {
 
    private:
     void push(OpKind kind, size_t in, size_t out, size_t n, bool post) {
-      Op op{kind, {-1, -1}, nRecv_, {-1, -1}, nSend_, conn_, in, out, n, post};
-      for (int i = 0; i < nRecv_; ++i) op.recvPeers[i] = recv_[i];
+      Op op{kind, {-1, -1}, nRecv_, {-1, -1}, nSend_, conn_, {conn_, conn_}, in, out, n, post};
+      for (int i = 0; i < nRecv_; ++i) op.recvPeers[i] = recv_[i], op.recvConns[i] = recvConns_[i];
       for (int i = 0; i < nSend_; ++i) op.sendPeers[i] = send_[i];
       ops_->push_back(op);
     }
     std::vector<Op>* ops_;
     int recv_[kMaxPeers] = {-1, -1};
+    int recvConns_[kMaxPeers] = {-1, -1};
     int nRecv_;
     int send_[kMaxPeers] = {-1, -1};
     int nSend_;
@@ -115,7 +117,10 @@ class Recorder {
   };
 
   Prims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId) {
-    return Prims(&ops, recvPeers, nRecv, sendPeers, nSend, connId);
+    return Prims(&ops, recvPeers, nullptr, nRecv, sendPeers, nSend, connId);
+  }
+  Prims open(const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend, int connId) {
+    return Prims(&ops, recvPeers, recvConns, nRecv, sendPeers, nSend, connId);
   }
 
   std::vector<Op> ops;

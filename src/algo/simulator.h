@@ -59,7 +59,7 @@ class Simulator {
       for (const Op& op : p.ops) {
         Ends e;
         for (int k = 0; k < op.nRecv && op.receives(); ++k)
-          e.recv[k] = idOf(Key{p.channel, op.conn, op.recvPeers[k], p.rank});
+          e.recv[k] = idOf(Key{p.channel, op.recvConns[k], op.recvPeers[k], p.rank});
         for (int k = 0; k < op.nSend && op.sends(); ++k)
           e.send[k] = idOf(Key{p.channel, op.conn, p.rank, op.sendPeers[k]});
         ends_[i].push_back(e);

@@ -59,12 +59,13 @@ template <Proto P>
 class DevicePrims {
  public:
   __device__ DevicePrims(const KernelArgs& a, const CallArgs& call, const LaneCtx& lane, int channel,
-                         const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId)
+                         const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend,
+                         int connId)
       : a_(a), call_(call), lane_(lane), nRecv_(nRecv), nSend_(nSend) {
     const int n = a.work.nranks;
     for (int i = 0; i < nRecv; ++i) {
       rpeer_[i] = recvPeers[i];
-      recv_[i] = a.conns[connIndex(channel, connId, recvPeers[i], n)].recv;
+      recv_[i] = a.conns[connIndex(channel, recvConns != nullptr ? recvConns[i] : connId, recvPeers[i], n)].recv;
       rstep_[i] = *static_cast<volatile uint64_t*>(recv_[i].step);
     }
     for (int i = 0; i < nSend; ++i) {
@@ -221,7 +222,11 @@ struct DeviceBackend {
   const LaneCtx& lane;
   int channel;
   __device__ DevicePrims<P> open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId) {
-    return DevicePrims<P>(args, call, lane, channel, recvPeers, nRecv, sendPeers, nSend, connId);
+    return DevicePrims<P>(args, call, lane, channel, recvPeers, nullptr, nRecv, sendPeers, nSend, connId);
+  }
+  __device__ DevicePrims<P> open(const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend,
+                                 int connId) {
+    return DevicePrims<P>(args, call, lane, channel, recvPeers, recvConns, nRecv, sendPeers, nSend, connId);
   }
 };
 

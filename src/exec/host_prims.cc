@@ -200,9 +200,15 @@ void HostPrims::recvReduceOutputSend(size_t outOff, size_t n, bool post) {
 }
 
 HostPrims HostBackend::open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId) {
+  return open(recvPeers, nullptr, nRecv, sendPeers, nSend, connId);
+}
+
+HostPrims HostBackend::open(const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend,
+                            int connId) {
   transport::HostFifo* recv[algo::kMaxPeers] = {nullptr, nullptr};
   transport::HostFifo* send[algo::kMaxPeers] = {nullptr, nullptr};
-  for (int i = 0; i < nRecv; ++i) recv[i] = fifos_.fifo(channel_, connId, recvPeers[i], call_.rank);
+  for (int i = 0; i < nRecv; ++i)
+    recv[i] = fifos_.fifo(channel_, recvConns != nullptr ? recvConns[i] : connId, recvPeers[i], call_.rank);
   for (int i = 0; i < nSend; ++i) send[i] = fifos_.fifo(channel_, connId, call_.rank, sendPeers[i]);
   return HostPrims(call_, recvPeers, recv, nRecv, send, nSend);
 }

@@ -127,6 +127,7 @@ class HostBackend {
   HostBackend(const HostCall& call, FifoResolver& fifos, int channel) : call_(call), fifos_(fifos), channel_(channel) {}
 
   HostPrims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId);
+  HostPrims open(const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend, int connId);
 
  private:
   const HostCall& call_;

@@ -194,17 +194,19 @@ Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto,
     interSteps = std::min(
         p.steps, logarithmic ? 2 * algo::floorLog2(m.hosts) + 1 : (coll == algo::Coll::kAllReduce ? 2 : 1) * m.hosts);
   }
-  // Hierarchical: all-reduce 2(k-1) steps inside hosts and 2(N-1) across, all-gather and
-  // broadcast half of each; what crosses a host's link per direction is 2(N-1)/N (all-gather (N-1)/N) of the message,
-  // where the flat ring's every edge carries 2(n-1)/n ((n-1)/n); the steps inside are taken as
-  // free beside it (shared memory outruns the network).
+  // Hierarchical: all-reduce 2(k-1) steps inside hosts and 2(N-1) across, all-gather, broadcast
+  // and reduce half of each; what crosses a host's link per direction is 2(N-1)/N (all-gather
+  // (N-1)/N) of the message, where the flat ring's every edge carries 2(n-1)/n ((n-1)/n); the
+  // steps inside are taken as free beside it (shared memory outruns the network).
   double factor = busiestRankFactor(coll, a, m.nranks);
   if (a == algo::Algo::kHier && m.hosts > 1) {
     const double passes = coll == algo::Coll::kAllReduce ? 2 : 1;
     p.steps = hierSteps(coll, m.hosts, (m.nranks + m.hosts - 1) / m.hosts);
     interSteps = static_cast<int>(passes) * (m.hosts - 1);
-    // A broadcast's rail chain carries the whole message over each host's link, as the flat chain.
-    factor = coll == algo::Coll::kBroadcast ? 1.0 : passes * (m.hosts - 1) / m.hosts;
+    // A broadcast's or a reduce's rail chain carries the whole message over each host's link, as
+    // the flat chain.
+    const bool chain = coll == algo::Coll::kBroadcast || coll == algo::Coll::kReduce;
+    factor = chain ? 1.0 : passes * (m.hosts - 1) / m.hosts;
   }
   double hop = m.intraHopUs * f.hopFactor + f.hopExtraUs;
   double interHop = m.interHopUs * f.hopFactor + f.hopExtraUs;

@@ -66,7 +66,7 @@ Machine hostMachine(int nranks, int hosts, bool socketsWithinHost);
 
 /// Sequential dependent hops of one chunk (equal to the trace backend's count; tests check it).
 int sequentialSteps(algo::Coll coll, algo::Algo algo, int nranks);
-/// The same for the hierarchical all-reduce or all-gather on `hosts` hosts of `perHost` ranks.
+/// The same for a hierarchical collective (hier.h) on `hosts` hosts of `perHost` ranks.
 int hierSteps(algo::Coll coll, int hosts, int perHost);
 /// Bytes the busiest rank sends, per byte of the message (the nccl-tests message size).
 double busiestRankFactor(algo::Coll coll, algo::Algo algo, int nranks);

@@ -140,8 +140,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EveryCollective,
                          shapeName);
 
 // The hierarchical algorithms across hosts: every collective (hier where it applies: all-reduce,
-// all-gather, broadcast; the ring for the others) with BRAID_ALGO=hier, and with the tuner's choice, on 2 hosts x 2
-// ranks and on uneven hosts of 2, 1 and 2; each rank checks its results against a plain loop.
+// all-gather, broadcast, reduce; the ring for reduce-scatter) with BRAID_ALGO=hier, and with the
+// tuner's choice, on 2 hosts x 2 ranks and on uneven hosts of 2, 1 and 2; each rank checks its
+// results against a plain loop.
 struct HierShape {
   std::vector<int> sizes;
   const char* algo;  // BRAID_ALGO, or "" for the tuner's choice
@@ -163,14 +164,15 @@ TEST_P(HierAcrossHosts, EveryCollective) {
   // The all-reduces ran hierarchically (forced, or the tuner's choice across hosts).
   EXPECT_NE(job.results[0].output.find("allreduce"), std::string::npos);
   EXPECT_NE(job.results[0].output.find(": hier, "), std::string::npos) << job.results[0].output.substr(0, 4000);
-  if (*s.algo != '\0') {  // forced: the broadcasts too (hierBroadcast)
-    bool broadcastHier = false;
-    std::istringstream lines(job.results[0].output);
-    for (std::string line; std::getline(lines, line);) {
-      broadcastHier = broadcastHier ||
-                      (line.find("broadcast count") != std::string::npos && line.find(": hier, ") != std::string::npos);
+  if (*s.algo != '\0') {  // forced: the broadcasts and reduces too (hierBroadcast, hierReduce)
+    for (const char* coll : {" broadcast count", " reduce count"}) {  // not "allreduce count"
+      bool hier = false;
+      std::istringstream lines(job.results[0].output);
+      for (std::string line; std::getline(lines, line);) {
+        hier = hier || (line.find(coll) != std::string::npos && line.find(": hier, ") != std::string::npos);
+      }
+      EXPECT_TRUE(hier) << coll << ": " << job.results[0].output.substr(0, 4000);
     }
-    EXPECT_TRUE(broadcastHier) << job.results[0].output.substr(0, 4000);
   }
 }
 

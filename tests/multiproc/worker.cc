@@ -157,6 +157,18 @@ Status collectives(braidComm_t comm, int r, int n) {
   rc = braidBroadcast(in.data(), out.data(), count, braidFloat32, n - 1, comm, nullptr);
   if (rc != braidSuccess) return fail("broadcast", rc);
   BRAID_RETURN_IF_ERROR(check("broadcast", count, [&](size_t i) { return input(n - 1, i); }));
+  // Reduce to rank 1: off the first rank of its host, so that across uneven hosts a host of one
+  // rank serves the root's rail for a local index it does not have (hierReduce).
+  const int reduceRoot = 1 % n;
+  rc = braidReduce(in.data(), out.data(), count, braidFloat32, braidSum, reduceRoot, comm, nullptr);
+  if (rc != braidSuccess) return fail("reduce", rc);
+  if (r == reduceRoot) {
+    BRAID_RETURN_IF_ERROR(check("reduce", count, [&](size_t i) {
+      float s = 0;
+      for (int q = 0; q < n; ++q) s += input(q, i);
+      return s;
+    }));
+  }
   rc = braidAllToAll(in.data(), out.data(), count, braidFloat32, comm, nullptr);
   if (rc != braidSuccess) return fail("alltoall", rc);
   BRAID_RETURN_IF_ERROR(

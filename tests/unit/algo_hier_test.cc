@@ -1,8 +1,8 @@
-// The hierarchical all-reduce (algo/hier.h), proven symbolically on levelled geometries: 1..8 hosts
-// x 1..8 ranks per host, uneven hosts, hosts interleaved in rank order and shuffled rings, every
-// channel count to 3, chunk sizes, counts from empty to several rounds, with and without avg, on
-// the smallest FIFO depth (2) and the default (8); its trace's sequential steps against the cost
-// model's 2(k-1) + 2(N-1); and the geometry's levels themselves.
+// The hierarchical collectives (algo/hier.h: all-reduce, all-gather, broadcast, reduce), proven
+// symbolically on levelled geometries: 1..8 hosts x 1..8 ranks per host, uneven hosts, hosts
+// interleaved in rank order and shuffled rings, every channel count to 3, chunk sizes, counts from
+// empty to several rounds, with and without avg, on the smallest FIFO depth (2) and the default
+// (8); their traces' sequential steps against the cost model's; and the geometry's levels.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -35,8 +35,8 @@ std::string sizesText(const std::vector<int>& sizes) {
 
 void proveAll(const Geometry& g, const std::string& what, bool full) {
   const int n = static_cast<int>(g.ringOrder.size());
-  for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast}) {
-    const bool rooted = coll == Coll::kBroadcast;
+  for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+    const bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
     for (int root : {0, n - 1, n / 2}) {
       if (!rooted && root != 0) continue;
       if (rooted && !full && root == n / 2) continue;
@@ -46,7 +46,7 @@ void proveAll(const Geometry& g, const std::string& what, bool full) {
           const size_t round = chunk * static_cast<size_t>(channels) * g.mostOnAHost;
           for (size_t count : {size_t{0}, size_t{1}, round - 1, 2 * round + 5, size_t(n) * 7 + 3}) {
             for (bool post : {false, true}) {
-              if (post && coll != Coll::kAllReduce) continue;
+              if (post && coll != Coll::kAllReduce && coll != Coll::kReduce) continue;
               for (int slots : {2, 8}) {
                 if (slots == 8 && (channels > 1 || !full)) continue;
                 CallShape call{coll, Algo::kHier, count, root, channels, chunk, post};
@@ -114,7 +114,7 @@ TEST(HierTrace, StepsMatchTheCostModel) {
     for (int perHost = 1; perHost <= 6; ++perHost) {
       Geometry g = levelled(hostsOfSizes(std::vector<int>(hosts, perHost)));
       const size_t count = static_cast<size_t>(perHost) * hosts * kAlignElems;
-      for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast}) {
+      for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
         TraceResult t = traceCollective(g, CallShape{coll, Algo::kHier, count, 0, 1, count, false}, 8);
         ASSERT_TRUE(t.ok) << t.error;
         EXPECT_EQ(t.steps, tune::hierSteps(coll, hosts, perHost)) << collName(coll) << " " << hosts << " x " << perHost;
