@@ -10,50 +10,46 @@
 namespace braid::algo {
 
 enum class Coll : int { kAllReduce = 0, kBroadcast, kReduce, kAllGather, kReduceScatter, kNumColls };
-// kOneShot is a GPU fast path for small messages of every collective (src/device/oneshot.cuh):
-// every rank stores what each peer needs straight into that peer's buffer as LL lines and combines
-// what it receives, one hop in all. It is not written over Prims, so only
-// the CUDA engine runs it; the tuner offers it on GPU communicators whose ranks all reach each
-// other's memory, up to a size the engine reserves.
-// kHier is the hierarchical all-reduce, all-gather, broadcast and reduce (hier.h): inside each host
-// and across hosts on rails.
-enum class Algo : int { kRing = 0, kTree, kDoubleTree, kDoubling, kOneShot, kHier, kNumAlgos };
+// The algorithms and what each implements: algo/algorithm_table.def. kOneShot is a GPU fast path
+// for small messages of every collective (src/device/oneshot.cuh): every rank stores what each
+// peer needs straight into that peer's buffer as LL lines and combines what it receives, one hop
+// in all. It is not written over Prims, so only the CUDA engine runs it; the tuner offers it on GPU
+// communicators whose ranks all reach each other's memory, up to a size the engine reserves. kHier
+// is the hierarchical all-reduce, all-gather, broadcast and reduce (hier.h): inside each host and
+// across hosts on rails.
+enum class Algo : int {
+#define BRAID_ALGO(id, name, lanes) id,
+#include "algo/algorithm_table.def"
+  kNumAlgos
+};
 
-/// Whether `algo` implements `coll` (broadcast and reduce run as ring chains; trees and recursive
-/// doubling are all-reduce only; the one-shot runs every collective).
+/// Whether `algo` implements `coll` (its rows in the table; the one-shot every collective).
 BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) {
-  if (algo == Algo::kHier) return coll != Coll::kReduceScatter;
-  return algo == Algo::kRing || algo == Algo::kOneShot || coll == Coll::kAllReduce;
+  if (algo == Algo::kOneShot) return true;
+#define BRAID_IMPL(c, a, kind, kernel, call) \
+  if (coll == Coll::c && algo == Algo::a) return true;
+#include "algo/algorithm_table.def"
+  return false;
 }
 
-BRAID_HOST_DEVICE inline int numLanes(Algo algo) { return algo == Algo::kTree ? 2 : algo == Algo::kDoubleTree ? 4 : 1; }
+BRAID_HOST_DEVICE inline int numLanes(Algo algo) {
+#define BRAID_ALGO(id, name, lanes) \
+  if (algo == Algo::id) return lanes;
+#include "algo/algorithm_table.def"
+  return 1;
+}
 
+/// Runs lane `lane` of `coll` by `alg`; a collective `alg` does not implement runs as its ring.
 template <class Backend>
-BRAID_HOST_DEVICE void runLane(Backend& b, Coll coll, Algo algo, const WorkArgs& w, int lane) {
-  switch (algo) {
-    case Algo::kHier:
-      if (coll == Coll::kAllGather)
-        hierAllGather(b, w);
-      else if (coll == Coll::kBroadcast)
-        hierBroadcast(b, w);
-      else if (coll == Coll::kReduce)
-        hierReduce(b, w);
-      else
-        hierAllReduce(b, w);
-      return;
-    case Algo::kTree: treeAllReduce(b, w, lane); return;
-    case Algo::kDoubleTree: doubleTreeAllReduce(b, w, lane); return;
-    case Algo::kDoubling: doublingAllReduce(b, w); return;
-    default: break;
+BRAID_HOST_DEVICE void runLane(Backend& b, Coll coll, Algo alg, const WorkArgs& w, int lane) {
+  (void)lane;
+  if (!supports(coll, alg) || alg == Algo::kOneShot) alg = Algo::kRing;
+#define BRAID_IMPL(c, a, kind, kernel, call) \
+  if (coll == Coll::c && alg == Algo::a) {   \
+    call;                                    \
+    return;                                  \
   }
-  switch (coll) {
-    case Coll::kAllReduce: ringAllReduce(b, w); return;
-    case Coll::kBroadcast: chainBroadcast(b, w); return;
-    case Coll::kReduce: chainReduce(b, w); return;
-    case Coll::kAllGather: ringAllGather(b, w); return;
-    case Coll::kReduceScatter: ringReduceScatter(b, w); return;
-    default: return;
-  }
+#include "algo/algorithm_table.def"
 }
 
 const char* collName(Coll coll);

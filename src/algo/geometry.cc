@@ -90,15 +90,10 @@ const char* collName(Coll coll) {
 }
 
 const char* algoName(Algo algo) {
-  switch (algo) {
-    case Algo::kRing: return "ring";
-    case Algo::kTree: return "tree";
-    case Algo::kDoubleTree: return "dbtree";
-    case Algo::kDoubling: return "doubling";
-    case Algo::kOneShot: return "oneshot";
-    case Algo::kHier: return "hier";
-    default: return "?";
-  }
+#define BRAID_ALGO(id, name, lanes) \
+  if (algo == Algo::id) return name;
+#include "algo/algorithm_table.def"
+  return "?";
 }
 
 }  // namespace braid::algo

@@ -209,17 +209,11 @@ struct P2pKernelArgs {
   algo::P2pOp recvs[kMaxP2pOps];
 };
 
-/// Which kernel: the collective (or point-to-point) and the algorithm.
+/// Which kernel: the collective and the algorithm (algo/algorithm_table.def's rows, in order),
+/// point-to-point, or a one-shot collective.
 enum class KernelKind : int {
-  kAllReduceRing = 0,
-  kAllReduceTree,
-  kAllReduceDoubleTree,
-  kAllReduceDoubling,
-  kBroadcastRing,
-  kReduceRing,
-  kAllGatherRing,
-  kReduceScatterRing,
-  kAllReduceHier,
+#define BRAID_IMPL(coll, algo, kind, kernel, call) kind,
+#include "algo/algorithm_table.def"
   kSendRecv,
   kAllReduceOneShot,  // the one-shot kernels run LL only (kernels_ll.cu)
   kAllGatherOneShot,

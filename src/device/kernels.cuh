@@ -19,25 +19,13 @@ __device__ __forceinline__ void runCall(const KernelArgs& a, const CallArgs& cal
       static_cast<int>(threadIdx.x % a.laneThreads), a.laneThreads, 1 + lane, a.abortFlag, laneWait(a, lane), a.launch};
   algo::WorkArgs w = workOf(a, call, blockIdx.x);
   DeviceBackend<P> b{a, call, ctx, w.channel};
-  if constexpr (K == KernelKind::kAllReduceRing) {
-    algo::ringAllReduce(b, w);
-  } else if constexpr (K == KernelKind::kAllReduceTree) {
-    algo::treeAllReduce(b, w, lane);
-  } else if constexpr (K == KernelKind::kAllReduceDoubleTree) {
-    algo::doubleTreeAllReduce(b, w, lane);
-  } else if constexpr (K == KernelKind::kAllReduceDoubling) {
-    algo::doublingAllReduce(b, w);
-  } else if constexpr (K == KernelKind::kBroadcastRing) {
-    algo::chainBroadcast(b, w);
-  } else if constexpr (K == KernelKind::kReduceRing) {
-    algo::chainReduce(b, w);
-  } else if constexpr (K == KernelKind::kAllGatherRing) {
-    algo::ringAllGather(b, w);
-  } else if constexpr (K == KernelKind::kReduceScatterRing) {
-    algo::ringReduceScatter(b, w);
-  } else if constexpr (K == KernelKind::kAllReduceHier) {
-    algo::hierAllReduce(b, w);
-  }
+  (void)lane;
+#define BRAID_IMPL(coll, al, kind, kernel, call) \
+  if constexpr (K == KernelKind::kind) {         \
+    call;                                        \
+  } else  // NOLINT: the next row's if, or the empty statement below
+#include "algo/algorithm_table.def"
+  {}
 }
 
 // The calls of a launch in order. A CTA past a call's channels skips it; so does the same CTA of
@@ -67,39 +55,37 @@ __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
     algo::p2pRecvLane(b, w, p.recvs, p.nRecvs);
 }
 
-// One translation unit per protocol, each with its own copy of the data-movement loops: the two
-// compile in parallel. Each defines the kernels of protocol PROTO, named braid_<what>_<SUFFIX>.
-#define BRAID_KERNEL(name, kind)                                                                            \
-  __global__ void __launch_bounds__(maxBlockThreads(kind)) name(const __grid_constant__ CollKernelArgs a) { \
-    runKernel<kind, BRAID_PROTO>(a);                                                                        \
-  }
+// One translation unit per protocol, each with its own copy of the data-movement loops: they
+// compile in parallel. Each defines BRAID_PROTO and BRAID_SUFFIX before it includes this file, and
+// gets the kernels of that protocol, named braid_<kernel>_<SUFFIX> (algo/algorithm_table.def), and
+// their table kernels<SUFFIX>() in KernelKind order.
+#define BRAID_CAT2(a, b) a##b
+#define BRAID_XCAT2(a, b) BRAID_CAT2(a, b)
+#define BRAID_STR(a) #a
+#define BRAID_XSTR(a) BRAID_STR(a)
+#define BRAID_KERNEL_FN(kernel) BRAID_XCAT2(braid_##kernel##_, BRAID_SUFFIX)
 
-#define BRAID_KERNEL_TABLE(suffix)                                                                                 \
-  BRAID_KERNEL(braid_AllReduce_Ring_##suffix, KernelKind::kAllReduceRing)                                          \
-  BRAID_KERNEL(braid_AllReduce_Tree_##suffix, KernelKind::kAllReduceTree)                                          \
-  BRAID_KERNEL(braid_AllReduce_DoubleTree_##suffix, KernelKind::kAllReduceDoubleTree)                              \
-  BRAID_KERNEL(braid_AllReduce_Doubling_##suffix, KernelKind::kAllReduceDoubling)                                  \
-  BRAID_KERNEL(braid_Broadcast_Ring_##suffix, KernelKind::kBroadcastRing)                                          \
-  BRAID_KERNEL(braid_Reduce_Ring_##suffix, KernelKind::kReduceRing)                                                \
-  BRAID_KERNEL(braid_AllGather_Ring_##suffix, KernelKind::kAllGatherRing)                                          \
-  BRAID_KERNEL(braid_ReduceScatter_Ring_##suffix, KernelKind::kReduceScatterRing)                                  \
-  BRAID_KERNEL(braid_AllReduce_Hier_##suffix, KernelKind::kAllReduceHier)                                          \
-  __global__ void __launch_bounds__(kMaxBlockThreads)                                                              \
-      braid_SendRecv_##suffix(const __grid_constant__ P2pKernelArgs a) {                                           \
-    runSendRecv<BRAID_PROTO>(a);                                                                                   \
-  }                                                                                                                \
-  const KernelRef kKernels##suffix[] = {                                                                           \
-      {reinterpret_cast<const void*>(braid_AllReduce_Ring_##suffix), "braid_AllReduce_Ring_" #suffix},             \
-      {reinterpret_cast<const void*>(braid_AllReduce_Tree_##suffix), "braid_AllReduce_Tree_" #suffix},             \
-      {reinterpret_cast<const void*>(braid_AllReduce_DoubleTree_##suffix), "braid_AllReduce_DoubleTree_" #suffix}, \
-      {reinterpret_cast<const void*>(braid_AllReduce_Doubling_##suffix), "braid_AllReduce_Doubling_" #suffix},     \
-      {reinterpret_cast<const void*>(braid_Broadcast_Ring_##suffix), "braid_Broadcast_Ring_" #suffix},             \
-      {reinterpret_cast<const void*>(braid_Reduce_Ring_##suffix), "braid_Reduce_Ring_" #suffix},                   \
-      {reinterpret_cast<const void*>(braid_AllGather_Ring_##suffix), "braid_AllGather_Ring_" #suffix},             \
-      {reinterpret_cast<const void*>(braid_ReduceScatter_Ring_##suffix), "braid_ReduceScatter_Ring_" #suffix},     \
-      {reinterpret_cast<const void*>(braid_AllReduce_Hier_##suffix), "braid_AllReduce_Hier_" #suffix},             \
-      {reinterpret_cast<const void*>(braid_SendRecv_##suffix), "braid_SendRecv_" #suffix},                         \
-  };                                                                                                               \
-  const KernelRef* kernels##suffix() { return kKernels##suffix; }
+#define BRAID_IMPL(coll, al, kind, kernel, call)                          \
+  __global__ void __launch_bounds__(maxBlockThreads(KernelKind::kind))    \
+      BRAID_KERNEL_FN(kernel)(const __grid_constant__ CollKernelArgs a) { \
+    runKernel<KernelKind::kind, BRAID_PROTO>(a);                          \
+  }
+#include "algo/algorithm_table.def"
+
+__global__ void __launch_bounds__(kMaxBlockThreads) BRAID_KERNEL_FN(SendRecv)(const __grid_constant__ P2pKernelArgs a) {
+  runSendRecv<BRAID_PROTO>(a);
+}
+
+const KernelRef BRAID_XCAT2(kKernels, BRAID_SUFFIX)[] = {
+#define BRAID_IMPL(coll, al, kind, kernel, call) \
+  {reinterpret_cast<const void*>(BRAID_KERNEL_FN(kernel)), "braid_" #kernel "_" BRAID_XSTR(BRAID_SUFFIX)},
+#include "algo/algorithm_table.def"
+    {reinterpret_cast<const void*>(BRAID_KERNEL_FN(SendRecv)), "braid_SendRecv_" BRAID_XSTR(BRAID_SUFFIX)},
+};
+static_assert(sizeof(BRAID_XCAT2(kKernels, BRAID_SUFFIX)) / sizeof(KernelRef) ==
+                  static_cast<size_t>(KernelKind::kSendRecv) + 1,
+              "a kernel per row of algo/algorithm_table.def, then send/recv");
+
+const KernelRef* BRAID_XCAT2(kernels, BRAID_SUFFIX)() { return BRAID_XCAT2(kKernels, BRAID_SUFFIX); }
 
 }  // namespace braid::device

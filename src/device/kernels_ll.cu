@@ -1,11 +1,11 @@
 // The LL protocol's kernels (kernels.cuh).
 #define BRAID_PROTO Proto::kLL
+#define BRAID_SUFFIX LL
 #include "device/kernels.cuh"
 #include "device/oneshot.cuh"
 #include "device/oneshot_group.cuh"
 
 namespace braid::device {
-BRAID_KERNEL_TABLE(LL)
 
 // Each one-shot collective has two kernels: one call (braid_AllReduce_OneShot_LL, the call in a small
 // parameter, no barrier before its stores) and a group's calls (braid_AllReduce_OneShotGroup_LL).

@@ -1,7 +1,4 @@
 // The Simple protocol's kernels (kernels.cuh).
 #define BRAID_PROTO Proto::kSimple
+#define BRAID_SUFFIX Simple
 #include "device/kernels.cuh"
-
-namespace braid::device {
-BRAID_KERNEL_TABLE(Simple)
-}  // namespace braid::device

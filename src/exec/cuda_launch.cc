@@ -35,18 +35,12 @@ device::KernelKind kernelKind(algo::Coll coll, algo::Algo a) {
       default: return KernelKind::kAllReduceOneShot;
     }
   }
-  switch (coll) {
-    case algo::Coll::kAllReduce:
-      return a == algo::Algo::kTree         ? KernelKind::kAllReduceTree
-             : a == algo::Algo::kDoubleTree ? KernelKind::kAllReduceDoubleTree
-             : a == algo::Algo::kDoubling   ? KernelKind::kAllReduceDoubling
-             : a == algo::Algo::kHier       ? KernelKind::kAllReduceHier
-                                            : KernelKind::kAllReduceRing;
-    case algo::Coll::kBroadcast: return KernelKind::kBroadcastRing;
-    case algo::Coll::kReduce: return KernelKind::kReduceRing;
-    case algo::Coll::kAllGather: return KernelKind::kAllGatherRing;
-    default: return KernelKind::kReduceScatterRing;
-  }
+  // The table's row for (coll, a); a collective the algorithm does not implement runs its ring's.
+  if (!algo::supports(coll, a)) a = algo::Algo::kRing;
+#define BRAID_IMPL(c, al, kind, kernel, call) \
+  if (coll == algo::Coll::c && a == algo::Algo::al) return KernelKind::kind;
+#include "algo/algorithm_table.def"
+  return KernelKind::kAllReduceRing;
 }
 
 const char* shortType(braidDataType_t t) {

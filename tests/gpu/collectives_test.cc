@@ -45,8 +45,12 @@ class GpuCollectives : public testing::TestWithParam<Config> {
     return o;
   }
   bool ringOnly() const { return std::string(GetParam().algorithm) == "ring"; }
-  // The ring and the one-shot run every collective; the others all-reduce only.
-  bool everyCollective() const { return ringOnly() || std::string(GetParam().algorithm) == "oneshot"; }
+  // The ring, the one-shot and the hierarchical algorithms run every collective they have (the
+  // hierarchical one no reduce-scatter: the ring runs it); the others all-reduce only.
+  bool everyCollective() const {
+    const std::string a = GetParam().algorithm;
+    return ringOnly() || a == "oneshot" || a == "hier";
+  }
 };
 
 const braidDataType_t kAllTypes[] = {braidInt8,    braidUint8,    braidInt32,      braidUint32,
@@ -306,8 +310,9 @@ INSTANTIATE_TEST_SUITE_P(
                     Config{3, "oneshot", "ll"}, Config{4, "oneshot", "ll"}, Config{2, "ring", "ll128"},
                     Config{2, "tree", "ll128"}, Config{2, "doubling", "ll128"}, Config{3, "ring", "ll128"},
                     Config{4, "ring", "ll128"}, Config{4, "dbtree", "ll128"},
-                    // Across pretended hosts (gpu_across_hosts) the hierarchical all-reduce; on
-                    // one host the tuner falls back to the ring.
+                    // Across pretended hosts (gpu_across_hosts) the hierarchical all-reduce,
+                    // all-gather, broadcast and reduce (reduce-scatter: the ring); on one host the
+                    // tuner falls back to the ring.
                     Config{4, "hier", "simple"}, Config{4, "hier", "ll"}, Config{4, "hier", "ll128"},
                     Config{3, "hier", "simple"}),
     configName);
