@@ -115,11 +115,7 @@ BRAID_HOST_DEVICE void hierBroadcast(Backend& b, const WorkArgs& w) {
   const HostsView& h = w.hosts;
   const int k = h.size(h.host), me = h.local, hosts = h.n;
   int rootHost = 0, rootLocal = 0;
-  for (int g = 0; g < hosts; ++g) {
-    for (int i = 0; i < h.size(g); ++i) {
-      if (h.ranks[h.start[g] + i] == w.root) rootHost = g, rootLocal = i;
-    }
-  }
+  h.find(w.root, &rootHost, &rootLocal);
   const int src = rootLocal % k;  // this host's member of the root's rail
   // 1. across hosts, on the root's rail: rel 0 is the root's host.
   if (me == src && hosts > 1) {
@@ -148,11 +144,7 @@ BRAID_HOST_DEVICE void hierReduce(Backend& b, const WorkArgs& w) {
   const HostsView& h = w.hosts;
   const int k = h.size(h.host), me = h.local, hosts = h.n;
   int rootHost = 0, rootLocal = 0;
-  for (int g = 0; g < hosts; ++g) {
-    for (int i = 0; i < h.size(g); ++i) {
-      if (h.ranks[h.start[g] + i] == w.root) rootHost = g, rootLocal = i;
-    }
-  }
+  h.find(w.root, &rootHost, &rootLocal);
   const int src = rootLocal % k;                       // this host's member of the root's rail
   const int localRel = wrap(me - src, k);              // 1 starts the host's chain, 0 ends it
   const int railRel = wrap(h.host - rootHost, hosts);  // 1 starts the rail's chain, 0 is the root's host

@@ -42,6 +42,15 @@ struct HostsView {
   int most = 1;                // the most ranks any host has
   BRAID_HOST_DEVICE int size(int h) const { return start[h + 1] - start[h]; }
   BRAID_HOST_DEVICE int at(int h, int i) const { return ranks[start[h] + i % size(h)]; }
+  /// The host of `rank` and its index there (0, 0 if it is on none).
+  BRAID_HOST_DEVICE void find(int rank, int* hostOf, int* index) const {
+    *hostOf = *index = 0;
+    for (int g = 0; g < n; ++g) {
+      for (int i = 0; i < size(g); ++i) {
+        if (ranks[start[g] + i] == rank) *hostOf = g, *index = i;
+      }
+    }
+  }
 };
 
 struct WorkArgs {
