@@ -1,11 +1,11 @@
-// braid-sim: predicted all-reduce times of every algorithm on a described cluster (the
-// hierarchical one beside the flat ones: on GPUs the tuner runs it only when forced, so its column
-// is the model's view of where it would pay).
-//   braid-sim -n ranks [-g gpusPerNode=8] [-i nvswitch|nvlink|pcie] [-b nicGbps=400] [-e maxBytes]
+// braid-sim: predicted all-reduce times of every algorithm on a described cluster: the flat ring
+// and trees, the cross-host tree and the hierarchical all-reduce.
+//   braid-sim -n ranks [-g gpusPerNode=8] [-i nvswitch|nvlink|pcie] [-b nicGbps=400] [-N nicsPerNode]
+//             [-e maxBytes]
 //   braid-sim -f topology.xml [-e maxBytes]
-// The cluster becomes a topology (one NIC per two GPUs), the ring search gives the channels, and
-// the cost model predicts each (algorithm, best protocol); the tuner's choice and the crossovers
-// follow. The model's step counts are checked against the trace backend (which runs every rank's
+// The cluster becomes a topology (by default one NIC per two GPUs), the ring search gives the
+// channels, and the cost model predicts each (algorithm, best protocol); the tuner's choice and the
+// crossovers follow. The model's step counts are checked against the trace backend (which runs every rank's
 // program) up to 256 ranks.
 #include <chrono>
 #include <cstdio>
@@ -28,20 +28,22 @@ using braid::algo::Coll;
 
 int usage(const char* self) {
   std::fprintf(stderr,
-               "usage: %s -n ranks [-g gpusPerNode] [-i nvswitch|nvlink|pcie] [-b nicGbps] [-e maxBytes]\n"
+               "usage: %s -n ranks [-g gpusPerNode] [-i nvswitch|nvlink|pcie] [-b nicGbps] [-N nicsPerNode] "
+               "[-e maxBytes]\n"
                "       %s -f topology.xml [-e maxBytes]\n",
                self, self);
   return 2;
 }
 
-// The best protocol's prediction for `a`.
-braid::tune::Prediction best(const braid::tune::Machine& m, Algo a, size_t bytes, braid::tune::Proto* proto) {
+// The best protocol's prediction for `a`, on the channels the tuner would give it.
+braid::tune::Prediction best(const braid::tune::Tuner& t, Algo a, size_t bytes, braid::tune::Proto* proto) {
+  const braid::tune::Machine& m = t.machine();
   braid::tune::Prediction bestP;
   bool any = false;
   for (int p = 0; p < braid::tune::kNumProtos; ++p) {
     auto pr = static_cast<braid::tune::Proto>(p);
     if (!braid::tune::protocolApplies(m, pr)) continue;
-    braid::tune::Prediction x = braid::tune::predict(m, Coll::kAllReduce, a, pr, bytes, m.channels);
+    braid::tune::Prediction x = braid::tune::predict(m, Coll::kAllReduce, a, pr, bytes, t.channelsFor(a, pr, bytes));
     if (!any || x.us < bestP.us) bestP = x, *proto = pr, any = true;
   }
   return bestP;
@@ -64,6 +66,8 @@ int main(int argc, char** argv) {
       spec.intra = v;
     else if (std::strcmp(argv[i], "-b") == 0)
       spec.nicGbps = std::atof(v);
+    else if (std::strcmp(argv[i], "-N") == 0)
+      spec.nicsPerNode = std::atoi(v);
     else if (std::strcmp(argv[i], "-e") == 0)
       maxBytes = std::strtoull(v, nullptr, 10);
     else if (std::strcmp(argv[i], "-f") == 0)
@@ -89,21 +93,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int n = m.nranks;
-  std::printf("# %d ranks on %d node(s) (%s); %d channel(s) of %.1f GB/s; hop %.2f us in a node, %.2f us between\n", n,
-              m.hosts, file.empty() ? spec.intra.c_str() : file.c_str(), m.channels, m.channelGBs, m.intraHopUs,
-              m.interHopUs);
-  const Algo algos[] = {Algo::kRing, Algo::kTree, Algo::kDoubleTree, Algo::kHier};
-  const int perNode = (n + m.hosts - 1) / m.hosts;
+  std::printf(
+      "# %d ranks on %d node(s) (%s); %d channel(s) of %.1f GB/s; hop %.2f us in a node, %.2f us between; a node's "
+      "network %.1f GB/s (%.1f per channel crossing)\n",
+      n, m.hosts, file.empty() ? spec.intra.c_str() : file.c_str(), m.channels, m.channelGBs, m.intraHopUs,
+      m.interHopUs, m.netGBs, m.netChannelGBs);
+  const Algo algos[] = {Algo::kRing, Algo::kTree, Algo::kDoubleTree, Algo::kCrossTree, Algo::kHier};
   std::vector<int> order(n), hostOf(n);
-  for (int r = 0; r < n; ++r) order[r] = r, hostOf[r] = r / perNode;
+  for (int r = 0; r < n; ++r) order[r] = r, hostOf[r] = r / m.perHost;
   const algo::Geometry levelled = algo::makeGeometry(order, hostOf);
-  auto steps = [&](Algo a) {
-    return a == Algo::kHier ? tune::hierSteps(Coll::kAllReduce, m.hosts, perNode)
-                            : tune::sequentialSteps(Coll::kAllReduce, a, n);
-  };
+  auto steps = [&](Algo a) { return tune::stepsOn(m, Coll::kAllReduce, a); };
+  auto offered = [&](Algo a) { return tune::algorithmApplies(m, Coll::kAllReduce, a); };
   if (n <= 256) {
     bool ok = true;
     for (Algo a : algos) {
+      if (!offered(a)) continue;
       algo::TraceResult t = algo::traceCollective(
           levelled, algo::CallShape{Coll::kAllReduce, a, size_t(n) * algo::kAlignElems, 0, 1, 1 << 20, false}, 8);
       ok = ok && t.ok && t.steps == steps(a);
@@ -114,18 +118,25 @@ int main(int argc, char** argv) {
   } else {
     std::printf("# self-check skipped above 256 ranks (the trace backend runs every rank's program)\n");
   }
-  std::printf("# steps: ring %d, tree %d, dbtree %d, hier %d\n", steps(Algo::kRing), steps(Algo::kTree),
-              steps(Algo::kDoubleTree), steps(Algo::kHier));
-  std::printf("%12s %22s %22s %22s %22s   %s\n", "bytes", "ring (us)", "tree (us)", "dbtree (us)", "hier (us)",
-              "tuner");
+  std::printf("# steps:");
+  for (Algo a : algos) {
+    if (offered(a)) std::printf(" %s %d", algo::algoName(a), steps(a));
+  }
+  std::printf("\n%12s", "bytes");
+  for (Algo a : algos) std::printf(" %18s (us)", algo::algoName(a));
+  std::printf("   tuner\n");
   for (size_t bytes = 8; bytes <= maxBytes; bytes *= 4) {
     std::printf("%12zu", bytes);
     for (Algo a : algos) {
+      if (!offered(a)) {
+        std::printf(" %23s", "-");
+        continue;
+      }
       tune::Proto p = tune::Proto::kSimple;
-      tune::Prediction x = best(m, a, bytes, &p);
+      tune::Prediction x = best(tuner, a, bytes, &p);
       char cell[40];
       std::snprintf(cell, sizeof(cell), "%.1f %s", x.us, tune::protoName(p));
-      std::printf(" %22s", cell);
+      std::printf(" %23s", cell);
     }
     std::printf("   %s\n", tune::describe(tuner.decide(Coll::kAllReduce, bytes)).c_str());
     if (bytes > maxBytes / 4) break;

@@ -16,7 +16,9 @@ enum class Coll : int { kAllReduce = 0, kBroadcast, kReduce, kAllGather, kReduce
 // in all. It is not written over Prims, so only the CUDA engine runs it; the tuner offers it on GPU
 // communicators whose ranks all reach each other's memory, up to a size the engine reserves. kHier
 // is the hierarchical all-reduce, all-gather, broadcast and reduce (hier.h): inside each host and
-// across hosts on rails.
+// across hosts on rails. kCrossTree is NCCL's tree across hosts: the double binary tree's all-reduce
+// (tree.h) over trees that chain each host's ranks and join the chains by a double binary tree over
+// the hosts (tree_builder.h); workFor hands it those trees.
 enum class Algo : int {
 #define BRAID_ALGO(id, name, lanes) id,
 #include "algo/algorithm_table.def"

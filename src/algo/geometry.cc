@@ -41,6 +41,11 @@ Geometry makeGeometry(const std::vector<int>& ringOrder, const std::vector<int>&
     g.hostStart.push_back(static_cast<int>(g.hostRanks.size()));
     g.mostOnAHost = std::max(g.mostOnAHost, static_cast<int>(members[h].size()));
   }
+  std::vector<std::vector<int>> chains(members.size());  // each host's ring positions
+  for (size_t h = 0; h < members.size(); ++h) {
+    for (int rank : members[h]) chains[h].push_back(g.posOf[rank]);
+  }
+  for (int t = 0; t < 2; ++t) g.crossTrees[t] = buildCrossHostTree(chains, n, t);
   return g;
 }
 
@@ -63,8 +68,9 @@ WorkArgs workFor(const Geometry& g, int rank, int channel, const CallShape& call
   w.ring.order = g.ringOrder.data();
   w.ring.n = w.nranks;
   w.ring.pos = g.posOf[rank];
-  w.trees[0] = treeViewFor(g.trees[0], g.ringOrder, rank);
-  w.trees[1] = treeViewFor(g.trees[1], g.ringOrder, rank);
+  const PositionTree* trees = call.algo == Algo::kCrossTree ? g.crossTrees : g.trees;
+  w.trees[0] = treeViewFor(trees[0], g.ringOrder, rank);
+  w.trees[1] = treeViewFor(trees[1], g.ringOrder, rank);
   w.hosts.ranks = g.hostRanks.data();
   w.hosts.start = g.hostStart.data();
   w.hosts.n = static_cast<int>(g.hostStart.size()) - 1;

@@ -14,6 +14,7 @@ struct Geometry {
   std::vector<int> ringOrder;  // ranks in ring order
   std::vector<int> posOf;      // rank -> ring position
   PositionTree trees[2];       // trees[0]: the binary tree; trees[0..1]: the double binary tree
+  PositionTree crossTrees[2];  // the cross-host double tree (buildCrossHostTree)
   // Levels (HostsView): every host's ranks in ring order, host after host; where each rank is.
   std::vector<int> hostRanks;
   std::vector<int> hostStart;  // hosts + 1 entries
@@ -43,6 +44,7 @@ struct CallShape {
 };
 
 /// The arguments of `rank`'s programs on `channel`; `g` must outlive the result (it points into it).
+/// WorkArgs::trees are the cross-host trees for Algo::kCrossTree, else the flat ones.
 WorkArgs workFor(const Geometry& g, int rank, int channel, const CallShape& call);
 
 /// Elements of the input and output buffers a collective uses on each rank.

@@ -56,6 +56,33 @@ PositionTree buildDoubleTree(int n, int which) {
   return t;
 }
 
+PositionTree buildCrossHostTree(const std::vector<std::vector<int>>& hosts, int n, int which) {
+  const int nHosts = static_cast<int>(hosts.size());
+  const PositionTree over = buildDoubleTree(nHosts, which);
+  // Host h's chain, tree 1's reversed.
+  auto chain = [&](int h, int i) {
+    const std::vector<int>& c = hosts[h];
+    return which == 0 ? c[i] : c[c.size() - 1 - i];
+  };
+  PositionTree t;
+  t.parent.assign(n, -1);
+  t.children.assign(n, {});
+  auto join = [&](int parent, int child) {
+    t.parent[child] = parent;
+    t.children[parent].push_back(child);
+  };
+  for (int h = 0; h < nHosts; ++h) {
+    const int k = static_cast<int>(hosts[h].size());
+    for (int i = 1; i < k; ++i) join(chain(h, i - 1), chain(h, i));
+    for (size_t c = 0; c < over.children[h].size(); ++c) {
+      join(chain(h, c == 0 || k == 1 ? 0 : 1), chain(over.children[h][c], 0));
+    }
+  }
+  t.root = chain(over.root, 0);
+  for (auto& c : t.children) std::sort(c.begin(), c.end());
+  return t;
+}
+
 TreeView treeViewFor(const PositionTree& tree, const std::vector<int>& ringOrder, int rank) {
   int pos = static_cast<int>(std::find(ringOrder.begin(), ringOrder.end(), rank) - ringOrder.begin());
   TreeView v;

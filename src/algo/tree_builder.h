@@ -39,6 +39,22 @@ PositionTree buildInOrderTree(int n);
 /// Tree t (0 or 1) of the double binary tree, over positions 0..n-1.
 PositionTree buildDoubleTree(int n, int t);
 
+/// Tree t (0 or 1) of the cross-host double tree, over ring positions 0..n-1: each host's ranks a
+/// chain (`hosts[h]`: host h's positions in chain order; tree 1 runs every chain the other way), the
+/// chains' heads joined by tree t of the double binary tree over the hosts. A host's first child
+/// host hangs from its head, its second from the chain's second rank (from the head, where the
+/// host has one rank), so that no rank has more than two children.
+///
+///   3 hosts a, b, c of 3 ranks, tree 0 (the tree over hosts: b over a and c):
+///
+///     b0 -+- b1 -+- b2            b0: the root; its children b1 and a0 (a: b's first child host)
+///         |      +- c0 - c1 - c2  b1: children b2 and c0 (c: b's second child host)
+///         +- a0 - a1 - a2
+///
+/// NCCL's tree hangs both child hosts from the head (three children); here the second child's
+/// sums take one more hop (b1 -> b0), and no rank receives from more than two.
+PositionTree buildCrossHostTree(const std::vector<std::vector<int>>& hosts, int n, int which);
+
 /// This rank's TreeView, mapping positions to ranks through `ringOrder`.
 TreeView treeViewFor(const PositionTree& tree, const std::vector<int>& ringOrder, int rank);
 

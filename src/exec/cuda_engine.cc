@@ -40,11 +40,12 @@ constexpr int kConnIds[] = {algo::kConnRing,     algo::kConnTree0, algo::kConnTr
                             algo::kConnDoubling, algo::kConnLocal, algo::kConnRail};
 
 // The algorithms whose FIFOs the arena holds: every FIFO algorithm the kernels run (the one-shot
-// has none), the hierarchical one only where there are hosts to be hierarchical about.
+// has none), the hierarchical one and the cross-host tree only where there are hosts to be
+// hierarchical about.
 std::vector<algo::Algo> engineAlgorithms(const algo::Geometry& g) {
   std::vector<algo::Algo> algos = {algo::Algo::kRing, algo::Algo::kTree, algo::Algo::kDoubleTree,
                                    algo::Algo::kDoubling};
-  if (g.hostStart.size() > 2) algos.push_back(algo::Algo::kHier);
+  if (g.hostStart.size() > 2) algos.insert(algos.end(), {algo::Algo::kHier, algo::Algo::kCrossTree});
   return algos;
 }
 

@@ -62,10 +62,13 @@ class Searcher {
     for (const auto& kv : uses(order)) remaining_[kv.first] -= bw * kv.second;
   }
 
-  double ringBandwidth(const std::vector<int>& order, LinkKind* slowest) {
+  // What the ring `order` may carry per direction with what is left; `intraOnly`: counting only the
+  // links inside hosts (not the NICs).
+  double ringBandwidth(const std::vector<int>& order, LinkKind* slowest, bool intraOnly = false) {
     double bw = kUnlimited;
     std::map<Resource, int> u = uses(order);
     for (const auto& kv : u) {
+      if (intraOnly && (kv.first.kind == ResKind::kNicOut || kv.first.kind == ResKind::kNicIn)) continue;
       double share = std::max(0.0, remaining_[kv.first]) / kv.second;
       if (share < bw) {
         bw = share;
@@ -73,6 +76,18 @@ class Searcher {
       }
     }
     return bw;
+  }
+
+  // The least, over `hosts`, of a host's NICs' bandwidth in all (per direction).
+  double netBandwidth(const std::vector<int>& hosts) const {
+    double least = kUnlimited;
+    for (int h : hosts) {
+      double sum = 0;
+      for (int n : system_.hosts[h].nodesOf(NodeKind::kNic))
+        sum += network(system_.hosts[h].nodes[n].speedGbps).bandwidth;
+      least = std::min(least, sum);
+    }
+    return least;
   }
 
   // Worst one-hop latency inside hosts and between them along `order`.
@@ -368,6 +383,7 @@ Status searchRings(const System& system, const std::vector<RankPlace>& ranks, in
     }
     if (c == 0) {
       first = bw;
+      result.intraBandwidth = std::min(searcher.ringBandwidth(ring.ranks, nullptr, true), kChannelBandwidth);
       searcher.latencies(ring.ranks, &result.intraLatencyUs, &result.interLatencyUs);
       result.intraKind = ring.slowest;
     }
@@ -378,8 +394,8 @@ Status searchRings(const System& system, const std::vector<RankPlace>& ranks, in
   if (static_cast<int>(result.rings.size()) == std::max(1, maxChannels)) {
     result.reasons.push_back("stopped at the channel limit (" + std::to_string(result.rings.size()) + ")");
   }
-  result.intraBandwidth = result.rings[0].bandwidth;
   result.interBandwidth = result.hosts > 1 ? result.rings[0].bandwidth : 0;
+  result.netBandwidth = result.hosts > 1 ? searcher.netBandwidth(hostsSeen) : 0;
   *out = std::move(result);
   return Status::ok();
 }

@@ -40,8 +40,9 @@ struct RingChannel {
 struct SearchResult {
   std::vector<RingChannel> rings;
   int hosts = 1;
-  double intraBandwidth = 0;  // channel 0's bottleneck inside hosts (GB/s)
-  double interBandwidth = 0;  // channel 0's bottleneck between hosts (0: one host)
+  double intraBandwidth = 0;  // channel 0's bottleneck inside hosts, its NICs left out (GB/s)
+  double interBandwidth = 0;  // channel 0's bottleneck, NICs included (0: one host)
+  double netBandwidth = 0;    // a host's NICs in all, per direction, the least over hosts (0: one host)
   LinkKind intraKind = LinkKind::kNvLink;
   double intraLatencyUs = 0;         // one hop inside a host, along channel 0's ring (worst)
   double interLatencyUs = 0;         // one hop between hosts

@@ -13,7 +13,8 @@ struct ClusterSpec {
   int ranks = 8;  // GPUs in all
   int gpusPerNode = 8;
   std::string intra = "nvswitch";  // nvswitch (18 NVLink 4 links per GPU), nvlink (GPU pairs), pcie (gen5 switches)
-  double nicGbps = 400;            // one NIC per two GPUs
+  double nicGbps = 400;            // each NIC's line rate
+  int nicsPerNode = 0;             // 0: one NIC per two GPUs (per PCIe switch)
 };
 
 /// The System for `spec`: ceil(ranks / gpusPerNode) hosts (the last may be partly filled).

@@ -82,5 +82,8 @@ constexpr Constant kHostReduceGBs = {20.0,
                                      "fitted: the measured 2-process crossover from recursive doubling to the ring "
                                      "lies between 8 and 32 KB (bench/NOTES.md); the model puts it at 720 B x this"};
 constexpr Constant kHostSocketChannelGBs = {1.0, "measured: 2-process 128 MB all-reduce over sockets ~0.96 GB/s"};
+constexpr Constant kHostNetGBs = {1.6,
+                                  "measured: TCP between two network namespaces over a veth, 1.62 GB/s each way, dev "
+                                  "VM (bench/NOTES.md); a host's network where the net layer gives no speed"};
 
 }  // namespace braid::tune

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "algo/tree_builder.h"
 #include "tune/constants.h"
 
 namespace braid::tune {
@@ -24,13 +25,19 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   const bool oneNvlinkHost = search.hosts == 1 && search.intraKind == topology::LinkKind::kNvLink;
   // LL128 needs 128-byte stores that arrive whole: NVLink (or ranks sharing one GPU), one host.
   m.ll128Capable = oneNvlinkHost;
+  m.perHost = (nranks + search.hosts - 1) / std::max(1, search.hosts);
   m.channels = static_cast<int>(search.rings.size());
   // Rings inside one NVLink host take more channels than the search's per-channel figure gives:
   // each ring channel's FIFOs are one connection, and more CTAs keep more stores in flight.
   m.ringChannels = oneNvlinkHost ? std::max(m.channels, static_cast<int>(kNvlinkRingChannels.value)) : m.channels;
-  m.channelGBs = search.rings.empty() ? 1 : std::max(1e-3, search.rings[0].bandwidth);
+  // Across hosts the channels' own bandwidth is what they reach inside a host; the NICs are the
+  // network term's (netGBs: the host's NICs in all; netChannelGBs: one channel's crossing).
+  const double ringGBs = search.rings.empty() ? 1 : search.rings[0].bandwidth;
+  m.channelGBs = std::max(1e-3, search.hosts > 1 ? search.intraBandwidth : ringGBs);
   m.intraHopUs = search.intraLatencyUs;
   m.interHopUs = search.interLatencyUs;
+  m.netGBs = search.netBandwidth;
+  m.netChannelGBs = search.interBandwidth;
   m.baseUs = kGpuLaunchUs.value;
   m.reduceGBs = kGpuReduceGBs.value;
   // Recursive doubling inside one host (NVLink/PCIe peers); across hosts its partners change every
@@ -39,16 +46,18 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   return m;
 }
 
-Machine hostMachine(int nranks, int hosts, bool socketsWithinHost) {
+Machine hostMachine(int nranks, int hosts, bool socketsWithinHost, double netGBs) {
   Machine m;
   m.nranks = nranks;
   m.hosts = hosts;
+  m.perHost = (nranks + hosts - 1) / std::max(1, hosts);
   m.gpu = false;
   m.channels = 2;
-  bool sockets = socketsWithinHost || hosts > 1;
-  m.channelGBs = sockets ? kHostSocketChannelGBs.value : kHostShmChannelGBs.value;
+  m.channelGBs = socketsWithinHost ? kHostSocketChannelGBs.value : kHostShmChannelGBs.value;
   m.intraHopUs = socketsWithinHost ? kHostSocketHopUs.value : kHostShmHopUs.value;
   m.interHopUs = hosts > 1 ? kHostSocketHopUs.value : 0;
+  m.netGBs = hosts > 1 ? (netGBs > 0 ? netGBs : kHostNetGBs.value) : 0;
+  m.netChannelGBs = hosts > 1 ? kHostSocketChannelGBs.value : 0;
   m.baseUs = kHostCallUs.value;
   m.reduceGBs = kHostReduceGBs.value;
   m.doubling = true;
@@ -91,7 +100,8 @@ double busiestRankFactor(algo::Coll coll, algo::Algo a, int n) {
   if (n <= 1) return 0;
   switch (a) {
     case algo::Algo::kTree: return n == 2 ? 1 : n == 3 ? 2 : 3;  // up to the parent and down to 2 children
-    case algo::Algo::kDoubleTree: return n == 2 ? 1 : 2;         // 1.5 in one tree, 0.5 in the other
+    case algo::Algo::kDoubleTree:
+    case algo::Algo::kCrossTree: return n == 2 ? 1 : 2;  // 1.5 in one tree, 0.5 in the other
     case algo::Algo::kDoubling: {
       int l = algo::floorLog2(n);
       return l + ((1 << l) == n ? 0 : 1);
@@ -114,7 +124,8 @@ double reduceFactor(algo::Coll coll, algo::Algo a, int n) {
   if (n <= 1 || coll == algo::Coll::kBroadcast || coll == algo::Coll::kAllGather) return 0;
   switch (a) {
     case algo::Algo::kTree: return n == 2 ? 1 : 2;  // two children's contributions
-    case algo::Algo::kDoubleTree: return n == 2 ? 1 : 1.5;
+    case algo::Algo::kDoubleTree:
+    case algo::Algo::kCrossTree: return n == 2 ? 1 : 1.5;
     case algo::Algo::kDoubling: return busiestRankFactor(coll, a, n);
     case algo::Algo::kOneShot: return coll == algo::Coll::kReduceScatter ? static_cast<double>(n - 1) / n : n - 1;
     default: break;
@@ -127,10 +138,91 @@ int hierSteps(algo::Coll coll, int hosts, int perHost) {
   return coll == algo::Coll::kAllReduce ? 2 * pass : pass;
 }
 
+namespace {
+
+// Ring positions 0..n-1 on hosts of `perHost` consecutive positions (the last may have fewer).
+std::vector<std::vector<int>> evenHosts(int n, int perHost) {
+  std::vector<std::vector<int>> hosts;
+  for (int p = 0; p < n; ++p) {
+    if (p % perHost == 0) hosts.emplace_back();
+    hosts.back().push_back(p);
+  }
+  return hosts;
+}
+
+// The trees `a` runs over positions laid out as evenHosts, and each one's share of the message.
+std::vector<algo::PositionTree> treesOf(algo::Algo a, int n, int perHost, double* share) {
+  std::vector<algo::PositionTree> trees;
+  *share = 0.5;
+  if (a == algo::Algo::kTree) {
+    trees.push_back(algo::buildInOrderTree(n));
+    *share = 1;
+  } else if (a == algo::Algo::kDoubleTree) {
+    for (int t = 0; t < 2; ++t) trees.push_back(algo::buildDoubleTree(n, t));
+  } else {
+    for (int t = 0; t < 2; ++t) trees.push_back(algo::buildCrossHostTree(evenHosts(n, perHost), n, t));
+  }
+  return trees;
+}
+
+}  // namespace
+
+int crossTreeSteps(int hosts, int perHost) {
+  if (hosts * perHost <= 1) return 0;
+  double share = 0;
+  int depth = 0;
+  for (const algo::PositionTree& t : treesOf(algo::Algo::kCrossTree, hosts * perHost, perHost, &share)) {
+    depth = std::max(depth, algo::treeDepth(t));
+  }
+  return 2 * depth;
+}
+
+int stepsOn(const Machine& m, algo::Coll coll, algo::Algo a) {
+  if (a == algo::Algo::kHier && m.hosts > 1) return hierSteps(coll, m.hosts, m.perHost);
+  if (a == algo::Algo::kCrossTree) return crossTreeSteps(m.hosts, m.perHost);
+  return sequentialSteps(coll, a, m.nranks);
+}
+
+double hostLinkFactor(const Machine& m, algo::Coll coll, algo::Algo a) {
+  const int n = m.nranks, hosts = m.hosts;
+  if (hosts <= 1 || n <= 1) return 0;
+  const bool allReduce = coll == algo::Coll::kAllReduce;
+  switch (a) {
+    case algo::Algo::kHier:
+      // Each rail carries its shard round the hosts: a host sends 2(N-1)/N of the message in all
+      // (all-gather (N-1)/N); a broadcast's or reduce's rail chain passes the whole message on.
+      if (coll == algo::Coll::kBroadcast || coll == algo::Coll::kReduce) return 1;
+      return (allReduce ? 2.0 : 1.0) * (hosts - 1) / hosts;
+    case algo::Algo::kTree:
+    case algo::Algo::kDoubleTree:
+    case algo::Algo::kCrossTree: {
+      // Every tree edge between two hosts carries the tree's share up one way and down the other:
+      // a host sends its share once per such edge it has.
+      double share = 0;
+      std::vector<double> out(hosts + 1, 0);
+      for (const algo::PositionTree& t : treesOf(a, n, m.perHost, &share)) {
+        for (int x = 0; x < n; ++x) {
+          const int p = t.parent[x];
+          if (p >= 0 && x / m.perHost != p / m.perHost) out[x / m.perHost] += share, out[p / m.perHost] += share;
+        }
+      }
+      return *std::max_element(out.begin(), out.end());
+    }
+    case algo::Algo::kDoubling:
+      // Of its log2 n exchanges, those across hosts send the whole message from every rank.
+      return static_cast<double>(m.perHost) * algo::floorLog2(hosts) + (hosts & (hosts - 1) ? m.perHost : 0);
+    default: break;
+  }
+  // A ring over hosts in turn crosses each host's boundary once each way, carrying what every
+  // edge of the ring does.
+  return busiestRankFactor(coll, algo::Algo::kRing, n);
+}
+
 bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
-  // The hierarchical all-reduce, across hosts.
+  // The hierarchical algorithms and the cross-host tree, across hosts only.
+  const bool levelled = a == algo::Algo::kHier || a == algo::Algo::kCrossTree;
   return algo::supports(coll, a) && (a != algo::Algo::kDoubling || m.doubling) &&
-         (a != algo::Algo::kOneShot || m.oneShotBytes > 0) && (a != algo::Algo::kHier || m.hosts > 1);
+         (a != algo::Algo::kOneShot || m.oneShotBytes > 0) && (!levelled || m.hosts > 1);
 }
 
 bool sizeApplies(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes) {
@@ -176,7 +268,8 @@ Factors factorsFor(const Machine& m, algo::Algo a, Proto proto) {
     const ProtoModel& p = m.protos[static_cast<int>(proto)];
     f.hopFactor = p.hopFactor, f.hopExtraUs = p.hopExtraUs, f.efficiency = p.efficiency;
   }
-  if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree) f.efficiency *= kTreeBandwidthFactor.value;
+  if (a == algo::Algo::kTree || a == algo::Algo::kDoubleTree || a == algo::Algo::kCrossTree)
+    f.efficiency *= kTreeBandwidthFactor.value;
   if (a == algo::Algo::kDoubling && m.gpu) f.efficiency *= kDoublingBandwidthFactor.value;
   if (a == algo::Algo::kOneShot) f.efficiency = m.oneShot.efficiency;
   return f;
@@ -185,35 +278,43 @@ Factors factorsFor(const Machine& m, algo::Algo a, Proto proto) {
 Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes, int channels) {
   const Factors f = factorsFor(m, a, proto);
   Prediction p;
-  p.steps = sequentialSteps(coll, a, m.nranks);
-  // Hops between hosts: a ring crosses each boundary once per pass; trees and doubling cross them
-  // in about log2(hosts) of their steps.
+  p.steps = stepsOn(m, coll, a);
+  const bool hier = a == algo::Algo::kHier && m.hosts > 1;
+  const double passes = coll == algo::Coll::kAllReduce ? 2 : 1;
+  // Hops between hosts: a ring crosses each boundary once per pass; the flat trees and doubling in
+  // about log2(hosts) of their steps; the cross-host tree in its tree over hosts, up and down; the
+  // hierarchical algorithms on their rails, (N-1) per pass.
   int interSteps = 0;
   if (m.hosts > 1) {
-    bool logarithmic = a != algo::Algo::kRing;
-    interSteps = std::min(
-        p.steps, logarithmic ? 2 * algo::floorLog2(m.hosts) + 1 : (coll == algo::Coll::kAllReduce ? 2 : 1) * m.hosts);
+    const int logHosts = algo::floorLog2(m.hosts);
+    interSteps = a == algo::Algo::kRing ? static_cast<int>(passes) * m.hosts
+                 : hier                 ? static_cast<int>(passes) * (m.hosts - 1)
+                                        : 2 * logHosts + 1;
+    interSteps = std::min(p.steps, interSteps);
   }
-  // Hierarchical: all-reduce 2(k-1) steps inside hosts and 2(N-1) across, all-gather, broadcast
-  // and reduce half of each; what crosses a host's link per direction is 2(N-1)/N (all-gather
-  // (N-1)/N) of the message, where the flat ring's every edge carries 2(n-1)/n ((n-1)/n); the
-  // steps inside are taken as free beside it (shared memory outruns the network).
+  // What the busiest rank moves through its channels: the hierarchical algorithms its host's ring
+  // steps (a chain's rail member, which takes the message on along the rail and into its host,
+  // twice) and its rail's share of what leaves the host.
   double factor = busiestRankFactor(coll, a, m.nranks);
-  if (a == algo::Algo::kHier && m.hosts > 1) {
-    const double passes = coll == algo::Coll::kAllReduce ? 2 : 1;
-    p.steps = hierSteps(coll, m.hosts, (m.nranks + m.hosts - 1) / m.hosts);
-    interSteps = static_cast<int>(passes) * (m.hosts - 1);
-    // A broadcast's or a reduce's rail chain carries the whole message over each host's link, as
-    // the flat chain.
+  if (hier) {
     const bool chain = coll == algo::Coll::kBroadcast || coll == algo::Coll::kReduce;
-    factor = chain ? 1.0 : passes * (m.hosts - 1) / m.hosts;
+    factor = chain ? (coll == algo::Coll::kBroadcast && m.perHost > 1 ? 2 : 1)
+                   : busiestRankFactor(coll, algo::Algo::kRing, m.perHost) + hostLinkFactor(m, coll, a) / m.perHost;
   }
   double hop = m.intraHopUs * f.hopFactor + f.hopExtraUs;
   double interHop = m.interHopUs * f.hopFactor + f.hopExtraUs;
   p.latencyUs = m.baseUs + (p.steps - interSteps) * hop + interSteps * interHop;
   p.bandwidthGBs = std::max(1, channels) * m.channelGBs * f.efficiency;
-  double moved = static_cast<double>(bytes) * factor;
-  p.us = p.latencyUs + moved / (p.bandwidthGBs * 1e3);  // GB/s = 1e3 bytes per microsecond
+  const double channelUs = static_cast<double>(bytes) * factor / (p.bandwidthGBs * 1e3);  // GB/s = 1e3 B/us
+  // The network: the busiest host's bytes out over what its channels' crossings reach of its NICs
+  // (a ring crosses once per channel, each tree once, each hierarchical rail once).
+  if (m.hosts > 1 && m.netGBs > 0) {
+    const int crossings = hier ? m.perHost : a == algo::Algo::kDoubleTree || a == algo::Algo::kCrossTree ? 2 : 1;
+    double net = m.netGBs;
+    if (m.netChannelGBs > 0) net = std::min(net, std::max(1, channels) * crossings * m.netChannelGBs);
+    p.netUs = static_cast<double>(bytes) * hostLinkFactor(m, coll, a) / (net * 1e3);
+  }
+  p.us = p.latencyUs + std::max(channelUs, p.netUs);
   if (m.reduceGBs > 0) p.us += static_cast<double>(bytes) * reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3);
   return p;
 }

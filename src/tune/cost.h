@@ -8,6 +8,11 @@
 //               efficiency (LL 1/2, LL128 120/128)
 //   bytes     = what the busiest rank sends for the message (ring all-reduce 2(n-1)/n of it, a
 //               tree's interior rank 3x, the double tree 2x, recursive doubling once per step)
+//   network   = across hosts, the same message also passes each host's NICs: what the busiest host
+//               sends out (hostLinkFactor: the flat ring 2(n-1)/n, the hierarchical all-reduce
+//               2(N-1)/N, a tree the edges that leave the host) over the host's network bandwidth
+//               (its NICs in all, or what the channels' crossings reach of it); the time is the
+//               slower of the two, so the steps inside hosts are no longer taken as free
 //
 // A machine is summarised by what the model uses; the selection (tuner.h) minimises the prediction.
 #pragma once
@@ -45,9 +50,12 @@ struct Machine {
   bool ll128Capable = false;  // every hop inside hosts is NVLink (128-byte stores arrive whole)
   int channels = 1;           // what the search found
   int ringChannels = 0;       // the most a ring may use (0: `channels`; more over NVLink)
-  double channelGBs = 1;      // per channel, channel 0's
+  int perHost = 1;            // the most ranks on one host (hosts are taken as even, in ring order)
+  double channelGBs = 1;      // per channel inside hosts, channel 0's
   double intraHopUs = 1;      // one hop inside a host
   double interHopUs = 0;      // one hop between hosts
+  double netGBs = 0;          // a host's network bandwidth per direction, all its NICs (0: unlimited)
+  double netChannelGBs = 0;   // what one channel's crossing of a host's boundary gets (0: netGBs)
   double baseUs = 0;          // per call
   double reduceGBs = 0;       // how fast one rank reduces (0: free)
   bool doubling = false;      // recursive doubling available
@@ -61,13 +69,20 @@ struct Machine {
 
 /// The GPU machine of a search result for `nranks` ranks.
 Machine gpuMachine(const topology::SearchResult& search, int nranks);
-/// A host-memory communicator: `hosts` hosts, sockets between them (and within, with `sockets`).
-Machine hostMachine(int nranks, int hosts, bool socketsWithinHost);
+/// A host-memory communicator: `hosts` hosts, sockets between them (and within, with `sockets`);
+/// `netGBs`: a host's network bandwidth per direction where known (0: constants.h's kHostNetGBs).
+Machine hostMachine(int nranks, int hosts, bool socketsWithinHost, double netGBs = 0);
 
 /// Sequential dependent hops of one chunk (equal to the trace backend's count; tests check it).
 int sequentialSteps(algo::Coll coll, algo::Algo algo, int nranks);
 /// The same for a hierarchical collective (hier.h) on `hosts` hosts of `perHost` ranks.
 int hierSteps(algo::Coll coll, int hosts, int perHost);
+/// The same for the cross-host tree's all-reduce (up and down its deeper tree).
+int crossTreeSteps(int hosts, int perHost);
+/// Sequential steps of (coll, algo) on `machine`, whichever of the three above applies.
+int stepsOn(const Machine& machine, algo::Coll coll, algo::Algo algo);
+/// Bytes the busiest host sends to other hosts, per byte of the message (0 on one host).
+double hostLinkFactor(const Machine& machine, algo::Coll coll, algo::Algo algo);
 /// Bytes the busiest rank sends, per byte of the message (the nccl-tests message size).
 double busiestRankFactor(algo::Coll coll, algo::Algo algo, int nranks);
 /// Bytes the busiest rank reduces, per byte of the message.
@@ -85,7 +100,8 @@ Factors factorsFor(const Machine& machine, algo::Algo algo, Proto proto);
 struct Prediction {
   double us = 0;
   double latencyUs = 0;
-  double bandwidthGBs = 0;
+  double bandwidthGBs = 0;  // through the channels
+  double netUs = 0;         // the busiest host's bytes over its network (0 on one host)
   int steps = 0;
 };
 

@@ -188,9 +188,6 @@ Decision Tuner::evaluate(algo::Coll coll, size_t bytes) const {
   for (int a = 0; a < kNumAlgos; ++a) {
     auto alg = static_cast<algo::Algo>(a);
     if (!allowed_.algo[c][a] || !algorithmApplies(machine_, coll, alg)) continue;
-    // On GPUs the hierarchical all-reduce runs only when it is the one allowed: its kernel is new
-    // (docs/tuning.md), the tuner does not pick it there by itself yet.
-    if (alg == algo::Algo::kHier && machine_.gpu && allowed_.algo[c][static_cast<int>(algo::Algo::kRing)]) continue;
     for (int p = 0; p < kNumProtos; ++p) {
       auto proto = static_cast<Proto>(p);
       if (!allowed_.proto[c][p] || !protocolApplies(machine_, proto) || !sizeApplies(machine_, coll, alg, proto, bytes))

@@ -88,9 +88,12 @@ class Tuner {
   int minChannels() const { return minChannels_; }
   int maxChannels() const { return maxChannels_; }
 
+  /// The channels (algo, proto) gets for `bytes`: the per-channel minimum's count, within what the
+  /// machine has and the configured bounds.
+  int channelsFor(algo::Algo a, Proto proto, size_t bytes) const;
+
  private:
   Decision evaluate(algo::Coll coll, size_t bytes) const;  // the cost model, uncached
-  int channelsFor(algo::Algo a, Proto proto, size_t bytes) const;
 
   Machine machine_;
   Allowed allowed_;

@@ -1,6 +1,7 @@
 // algorithmPeers (algo/connections.h) against the peers each algorithm is defined to use: the
 // ring's neighbours, the trees' parents and children, recursive doubling's partners, send/recv's
-// everyone, and the hierarchical all-reduce's local ring and rails; for 1..64 ranks, a shuffled
+// everyone, the hierarchical all-reduce's local ring and rails, the cross-host tree's chains and
+// host tree; for 1..64 ranks, a shuffled
 // ring and uneven hosts.
 #include <gtest/gtest.h>
 
@@ -26,9 +27,14 @@ std::vector<int> definedPeers(const Geometry& g, int rank, int k) {
     peers.insert(w.ring.next());
     peers.insert(w.ring.prev());
   } else if (k == kConnTree0 || k == kConnTree1) {
-    const TreeView& t = w.trees[k == kConnTree0 ? 0 : 1];
-    if (t.parent >= 0) peers.insert(t.parent);
-    for (int i = 0; i < t.nChildren; ++i) peers.insert(t.children[i]);
+    // The flat double tree and the cross-host one share the trees' connection ids.
+    for (Algo a : {Algo::kDoubleTree, Algo::kCrossTree}) {
+      CallShape call;
+      call.algo = a;
+      const TreeView& t = workFor(g, rank, 0, call).trees[k == kConnTree0 ? 0 : 1];
+      if (t.parent >= 0) peers.insert(t.parent);
+      for (int i = 0; i < t.nChildren; ++i) peers.insert(t.children[i]);
+    }
   } else if (k == kConnDoubling && n > 1) {
     int p = 1;
     while (p * 2 <= n) p *= 2;
@@ -53,7 +59,8 @@ std::vector<int> definedPeers(const Geometry& g, int rank, int k) {
   return sorted(peers, rank);
 }
 
-const std::vector<Algo> kFifoAlgos = {Algo::kRing, Algo::kTree, Algo::kDoubleTree, Algo::kDoubling, Algo::kHier};
+const std::vector<Algo> kFifoAlgos = {Algo::kRing,     Algo::kTree, Algo::kDoubleTree,
+                                      Algo::kDoubling, Algo::kHier, Algo::kCrossTree};
 
 void expectDefined(const Geometry& g, const std::string& what) {
   const int n = static_cast<int>(g.ringOrder.size());
