@@ -3,6 +3,9 @@
 //       Searches the rings of one rank per GPU (the first n GPUs with -n), then prints the machine
 //       summary the cost model uses, the decision for every collective at sizes 8 B .. maxBytes
 //       (x4), and the sizes where the all-reduce decision changes.
+//   braid-tune -H hosts -n ranks [-e maxBytes]
+//       The same for a host-memory communicator of `ranks` ranks spread evenly over `hosts` hosts
+//       (shared memory inside a host, sockets between).
 //   braid-tune --fit perf.json [-C allreduce] [-A ring] [-c channels] [-f topology.xml] [-o tune.txt]
 //       Fits latency and bandwidth to braid-perf -J times of one algorithm (run with -A), prints
 //       each point's fit error and the hop latency and channel bandwidth they imply, and writes
@@ -24,8 +27,9 @@ namespace {
 int usage(const char* self) {
   std::fprintf(stderr,
                "usage: %s -f topology.xml [-n ranks] [-e maxBytes]\n"
+               "       %s -H hosts -n ranks [-e maxBytes]\n"
                "       %s --fit perf.json [-C allreduce] [-A ring] [-c channels] [-f topology.xml] [-o tune.txt]\n",
-               self, self);
+               self, self, self);
   return 2;
 }
 
@@ -121,7 +125,7 @@ int main(int argc, char** argv) {
   using namespace braid;
   if (argc >= 3 && std::strcmp(argv[1], "--fit") == 0) return fit(argc, argv);
   std::string file;
-  int n = 0;
+  int n = 0, hosts = 0;
   size_t maxBytes = size_t{1} << 32;
   for (int i = 1; i + 1 < argc; i += 2) {
     const char* flag = argv[i];
@@ -129,6 +133,12 @@ int main(int argc, char** argv) {
     char* end = nullptr;
     if (std::strcmp(flag, "-f") == 0) {
       file = value;
+    } else if (std::strcmp(flag, "-H") == 0) {
+      hosts = static_cast<int>(std::strtol(value, &end, 10));
+      if (end == value || *end != '\0' || hosts < 1) {
+        std::fprintf(stderr, "braid-tune: -H %s is not a host count of at least 1\n", value);
+        return 2;
+      }
     } else if (std::strcmp(flag, "-n") == 0) {
       n = static_cast<int>(std::strtol(value, &end, 10));
       if (end == value || *end != '\0' || n < 1) {
@@ -144,7 +154,22 @@ int main(int argc, char** argv) {
       return usage(argv[0]);
     }
   }
-  if (file.empty() || argc % 2 == 0) return usage(argv[0]);
+  if (argc % 2 == 0 || file.empty() == (hosts == 0) || (hosts > 0 && (n < hosts))) return usage(argv[0]);
+  tune::Tuner tuner;
+  if (hosts > 0) {
+    Status st = tune::Tuner::create(tune::hostMachine(n, hosts, false), {}, &tuner);
+    if (!st.isOk()) {
+      std::fprintf(stderr, "braid-tune: %s\n", st.message().c_str());
+      return 1;
+    }
+    const tune::Machine& m = tuner.machine();
+    std::printf(
+        "# host memory: %d ranks on %d host(s); %d channel(s) of %.1f GB/s; hop %.2f us inside hosts, %.2f us "
+        "between; a host's network %.2f GB/s\n",
+        m.nranks, m.hosts, m.channels, m.channelGBs, m.intraHopUs, m.interHopUs, m.netGBs);
+    std::fputs(tuner.table(maxBytes).c_str(), stdout);
+    return 0;
+  }
   topology::System system;
   Status st = topology::readTopologyFile(file, &system);
   std::vector<topology::RankPlace> ranks = topology::oneRankPerGpu(system);
@@ -157,7 +182,6 @@ int main(int argc, char** argv) {
   }
   topology::SearchResult search;
   if (st.isOk()) st = topology::searchRings(system, ranks, 32, &search);
-  tune::Tuner tuner;
   if (st.isOk()) st = tune::Tuner::create(tune::gpuMachine(search, static_cast<int>(ranks.size())), {}, &tuner);
   // The one-shot as a communicator of these ranks would reserve it (BRAID_GPU_ONESHOT_BYTES), taking
   // every GPU pair of a host to reach each other directly.
