@@ -241,6 +241,13 @@ Status Comm::connectGpu() {
   }
   plan_.tuner.setOneShot(o.oneShotBytes, o.oneShotChannels);
   plan_.tuner.setLl128Capable(!o.hostMemory);
+  tune::Tuner::EngineLimits limits;
+  limits.ringChannels = o.channels;
+  limits.channels = o.fullChannels;
+  limits.slotBytes[static_cast<int>(tune::Proto::kSimple)] = o.simpleSlotBytes;
+  limits.slotBytes[static_cast<int>(tune::Proto::kLL)] = o.llSlotBytes;
+  limits.slotBytes[static_cast<int>(tune::Proto::kLL128)] = o.ll128SlotBytes;
+  plan_.tuner.setEngineLimits(limits);
   std::vector<GpuLayoutSettings> layouts(nranks_);
   layouts[rank_] = {static_cast<int64_t>(o.simpleSlotBytes),
                     static_cast<int64_t>(o.llSlotBytes),
@@ -279,6 +286,7 @@ exec::CudaCall Comm::gpuCall(const CollRequest& r) const {
   call.shape.count = r.count;
   call.shape.root = r.root;
   call.shape.nChannels = d.channels;
+  call.shape.chunkElems = std::max<size_t>(1, d.chunkBytes / typeSize(r.type));
   call.shape.postOp = r.op == braidAvg;
   call.proto = d.proto == tune::Proto::kLL      ? exec::kProtoLL
                : d.proto == tune::Proto::kLL128 ? exec::kProtoLL128

@@ -155,7 +155,7 @@ class CudaEngine {
  private:
   struct State;
   explicit CudaEngine(std::unique_ptr<State> state);
-  device::KernelArgs kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type) const;
+  device::KernelArgs kernelArgs(const algo::CallShape& shape, device::Proto proto) const;
   Status boundedShape(const CudaCall& call, algo::CallShape* shape) const;
   Status launch(void* stream, const char* range, const std::function<int()>& launchFn);
   std::unique_ptr<State> s_;

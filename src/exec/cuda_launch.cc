@@ -71,13 +71,11 @@ Status joinStreams(const std::vector<cudaStream_t>& sources, const std::vector<c
 
 }  // namespace
 
-// Fills what every kernel of this rank needs; `shape` gets its channel count bounded and its chunk set
-// to the protocol's slot.
-device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto proto, braidDataType_t type) const {
+// Fills what every kernel of this rank needs.
+device::KernelArgs CudaEngine::kernelArgs(const algo::CallShape& shape, device::Proto proto) const {
   const State& s = *s_;
-  shape->chunkElems = slotElems(s.o, proto, device::elemSizeOf(type));
   device::KernelArgs a;
-  a.work = algo::workFor(s.o.geometry, s.o.rank, 0, *shape);
+  a.work = algo::workFor(s.o.geometry, s.o.rank, 0, shape);
   a.work.ring.order = s.ringOrder;
   a.work.hosts.ranks = s.hostRanks;
   a.work.hosts.start = s.hostStart;
@@ -89,11 +87,11 @@ device::KernelArgs CudaEngine::kernelArgs(algo::CallShape* shape, device::Proto 
   a.oneShot = s.oneShot;
   // LL runs half the threads: its steps synchronise more often than they move data (measured,
   // bench/NOTES.md). The one-shot has no steps: every thread streams its own lines.
-  const bool halve = proto == device::Proto::kLL && shape->algo != algo::Algo::kOneShot;
+  const bool halve = proto == device::Proto::kLL && shape.algo != algo::Algo::kOneShot;
   const int threads = halve ? std::max(64, s.o.threads / 2) : s.o.threads;
   const device::KernelKind kind =
-      shape->coll == algo::Coll::kNumColls ? device::KernelKind::kSendRecv : kernelKind(shape->coll, shape->algo);
-  a.nLanes = shape->coll == algo::Coll::kNumColls ? 2 : algo::numLanes(shape->algo);
+      shape.coll == algo::Coll::kNumColls ? device::KernelKind::kSendRecv : kernelKind(shape.coll, shape.algo);
+  a.nLanes = shape.coll == algo::Coll::kNumColls ? 2 : algo::numLanes(shape.algo);
   a.laneThreads = std::min(threads, device::maxBlockThreads(kind) / a.nLanes) / 32 * 32;
   return a;
 }
@@ -144,13 +142,21 @@ device::CallArgs callArgs(const algo::CallShape& shape, const void* input, void*
 
 }  // namespace
 
-// The call's shape with its channel count bounded by what the engine has for its algorithm.
+// The call's shape as the tuner decided it, checked against what the engine has (the tuner knows
+// the engine's channels and slots: a shape outside them is a bug, not a call to clamp).
 Status CudaEngine::boundedShape(const CudaCall& call, algo::CallShape* shape) const {
   const State& s = *s_;
   *shape = call.shape;
   const bool oneShot = shape->algo == algo::Algo::kOneShot;
   const int most = oneShot ? s.o.oneShotChannels : shape->algo == algo::Algo::kRing ? s.o.channels : s.o.fullChannels;
-  shape->nChannels = std::clamp(shape->nChannels, 1, most);
+  const size_t slot = slotElems(s.o, call.proto, device::elemSizeOf(call.type));
+  if (shape->nChannels < 1 || shape->nChannels > most || shape->chunkElems < 1 ||
+      (!oneShot && shape->chunkElems > slot)) {
+    return internalError(std::string(algo::collName(shape->coll)) + " by " + algo::algoName(shape->algo) + " on " +
+                         std::to_string(shape->nChannels) + " channel(s) in chunks of " +
+                         std::to_string(shape->chunkElems) + " elements: outside the engine's " + std::to_string(most) +
+                         " channel(s) and " + std::to_string(slot) + "-element slots");
+  }
   if (oneShot && shape->count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
     return internalError("one-shot " + std::string(algo::collName(shape->coll)) + " of " +
                          std::to_string(shape->count) + " elements per block exceeds its " +
@@ -176,14 +182,13 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   for (const LaunchRange& r : planLaunches(keys, device::kMaxBatchCalls, s.o.oneShotBytes / device::kLlDataPerLine)) {
     const CudaCall& first = calls[r.begin];
     const auto kind = static_cast<device::KernelKind>(keys[r.begin].kernel);
-    algo::CallShape shape = shapes[r.begin];
+    const algo::CallShape& shape = shapes[r.begin];
     device::CollKernelArgs k;
-    k.base = kernelArgs(&shape, first.proto, first.type);
+    k.base = kernelArgs(shape, first.proto);
     int channels = 0;
     size_t total = 0;
     for (size_t i = r.begin; i < r.end; ++i) {
-      algo::CallShape cs = shapes[i];
-      cs.chunkElems = slotElems(s.o, calls[i].proto, device::elemSizeOf(calls[i].type));
+      const algo::CallShape& cs = shapes[i];
       k.calls[k.nCalls++] = callArgs(cs, calls[i].input, calls[i].output, calls[i].type, calls[i].op);
       channels = std::max(channels, cs.nChannels);
       total += cs.count;
@@ -292,8 +297,9 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pO
     algo::CallShape shape;
     shape.coll = algo::Coll::kNumColls;  // marks send/recv: two lanes
     shape.nChannels = ll ? 1 : s.p2pChannels();
+    shape.chunkElems = slotElems(s.o, proto, 1);
     device::P2pKernelArgs p;
-    p.base = kernelArgs(&shape, proto, braidUint8);
+    p.base = kernelArgs(shape, proto);
     p.call = callArgs(shape, sendBase, recvBase, braidUint8, braidSum);
     p.nSends = static_cast<int>(classSends.size());
     p.nRecvs = static_cast<int>(classRecvs.size());

@@ -170,7 +170,10 @@ int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
   int found = std::max(1, a == algo::Algo::kOneShot ? machine_.oneShotChannels
                           : a == algo::Algo::kRing  ? std::max(machine_.ringChannels, machine_.channels)
                                                     : machine_.channels);
-  return std::clamp(std::min(wanted, found), minChannels_, std::max(minChannels_, maxChannels_));
+  int channels = std::clamp(std::min(wanted, found), minChannels_, std::max(minChannels_, maxChannels_));
+  // What the executor has is the last word (the configured minimum cannot ask for FIFOs it lacks).
+  const int engine = a == algo::Algo::kOneShot ? 0 : a == algo::Algo::kRing ? limits_.ringChannels : limits_.channels;
+  return engine > 0 ? std::min(channels, engine) : channels;
 }
 
 Decision Tuner::decide(algo::Coll coll, size_t bytes) const {
@@ -214,11 +217,7 @@ Decision Tuner::evaluate(algo::Coll coll, size_t bytes) const {
     best.predictedUs = predict(machine_, coll, best.algo, best.proto, bytes, best.channels).us;
     best.note = "nothing allowed implements " + std::string(algo::collName(coll)) + " here: ring";
   }
-  size_t slot = !machine_.gpu                 ? hostChunkBytes_
-                : best.proto == Proto::kLL    ? 32 * 1024
-                : best.proto == Proto::kLL128 ? 64 * 1024
-                                              : 512 * 1024;
-  best.chunkBytes = slot;
+  best.chunkBytes = machine_.gpu ? limits_.slotBytes[static_cast<int>(best.proto)] : hostChunkBytes_;
   return best;
 }
 

@@ -85,6 +85,20 @@ class Tuner {
     machine_.ll128Capable = machine_.ll128Capable && capable;
     cache_.clear();
   }
+  /// What the GPU executor laid out (known once its FIFOs are sized): the most channels a ring and
+  /// the other FIFO algorithms may use (0: the machine's), and each protocol's slot, which is the
+  /// chunk every Prims operation moves. Decisions stay within them, so what the tuner decides is
+  /// what runs: the executor neither clamps the channels again nor picks the chunk itself.
+  struct EngineLimits {
+    int ringChannels = 0;
+    int channels = 0;
+    size_t slotBytes[kNumProtos] = {512 * 1024, 32 * 1024, 64 * 1024};  // by Proto
+  };
+  void setEngineLimits(const EngineLimits& limits) {
+    limits_ = limits;
+    cache_.clear();
+  }
+  const EngineLimits& engineLimits() const { return limits_; }
   int minChannels() const { return minChannels_; }
   int maxChannels() const { return maxChannels_; }
 
@@ -100,6 +114,7 @@ class Tuner {
   int minChannels_ = 1;
   int maxChannels_ = 64;
   size_t hostChunkBytes_ = 128 * 1024;
+  EngineLimits limits_;
   mutable DecisionCache cache_;
 };
 

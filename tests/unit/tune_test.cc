@@ -239,6 +239,31 @@ TEST(Tuner, Ll128OnlyOverNvlinkAndGpuMemory) {
 
 // The one-shot: offered only once the executor reserved its buffers, only with LL and only up to the
 // reserved size per block; forcing it beyond that size falls back to the ring.
+// What the GPU executor laid out bounds every decision: its channels per algorithm (even against a
+// configured minimum) and its slot per protocol as the chunk, so the executor runs the decision
+// as it is (it refuses a shape outside its limits rather than clamping it).
+TEST(Tuner, DecisionsStayWithinTheEngine) {
+  Machine m = machineOf(fixture("nvswitch-8gpu.xml"));
+  TunerConfig many;
+  many.minCTAs = 8;
+  for (const char* algorithm : {"ring", "dbtree"}) {
+    many.algorithm = algorithm;
+    Tuner t = tunerFor(m, many);
+    Tuner::EngineLimits limits;
+    limits.ringChannels = 3;
+    limits.channels = 2;
+    limits.slotBytes[static_cast<int>(Proto::kSimple)] = 96 * 1024;
+    limits.slotBytes[static_cast<int>(Proto::kLL)] = 7 * 1024;
+    limits.slotBytes[static_cast<int>(Proto::kLL128)] = 120 * 1024;
+    t.setEngineLimits(limits);
+    for (size_t bytes = 8; bytes <= (size_t(1) << 30); bytes *= 8) {
+      Decision d = t.decide(Coll::kAllReduce, bytes);
+      EXPECT_EQ(d.channels, std::string(algorithm) == "ring" ? 3 : 2) << describe(d);
+      EXPECT_EQ(d.chunkBytes, limits.slotBytes[static_cast<int>(d.proto)]) << describe(d);
+    }
+  }
+}
+
 TEST(Tuner, OneShotOnlyWhereItsBuffersReach) {
   Machine m = machineOf(fixture("h200-2gpu.xml"));
   Tuner without = tunerFor(m);
