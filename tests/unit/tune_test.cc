@@ -167,6 +167,29 @@ TEST(Tuner, HierarchicalAcrossHostsOnly) {
   EXPECT_EQ(tunerFor(oneNode, crossTree).decide(Coll::kAllReduce, 8).algo, Algo::kRing);
 }
 
+// 512 nodes of 8 GPUs, one 400 Gb/s NIC each: a tree for small messages (the ring's 8190 steps and
+// hier's 1022 across nodes lose to 2 log2 steps), and for large ones the cross-host tree, whose
+// nodes send their share once per tree edge to another node, where the flat double tree's cross
+// nodes at every level above the node.
+TEST(Tuner, FiveHundredTwelveNodesTakeTreesAndTheCrossHostTreeWhenLarge) {
+  ClusterSpec spec;
+  spec.ranks = 4096;
+  spec.nicsPerNode = 1;
+  topology::System s;
+  ASSERT_TRUE(buildCluster(spec, &s).isOk());
+  Machine m = machineOf(s);
+  ASSERT_EQ(m.hosts, 512);
+  Tuner t = tunerFor(m);
+  for (size_t bytes : {size_t(8), size_t(64) << 10}) {
+    Decision d = t.decide(Coll::kAllReduce, bytes);
+    EXPECT_TRUE(d.algo == Algo::kTree || d.algo == Algo::kDoubleTree) << bytes << ": " << describe(d);
+  }
+  Decision large = t.decide(Coll::kAllReduce, size_t(512) << 20);
+  EXPECT_EQ(large.algo, Algo::kCrossTree) << describe(large);
+  EXPECT_LT(hostLinkFactor(m, Coll::kAllReduce, Algo::kCrossTree),
+            hostLinkFactor(m, Coll::kAllReduce, Algo::kDoubleTree));
+}
+
 // The network term: a node's NICs in all (1, 4 or 8 NICs of 400 Gb/s per 8-GPU node) against what
 // the channels move inside it. Where the NICs are the bottleneck the ring's 1 GB all-reduce takes
 // the busiest node's 2(n-1)/n of the message over them; eight NICs leave the channels slower.
