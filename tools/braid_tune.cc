@@ -6,10 +6,12 @@
 //   braid-tune -H hosts -n ranks [-e maxBytes]
 //       The same for a host-memory communicator of `ranks` ranks spread evenly over `hosts` hosts
 //       (shared memory inside a host, sockets between).
-//   braid-tune --fit perf.json [-C allreduce] [-A ring] [-c channels] [-f topology.xml] [-o tune.txt]
+//   braid-tune --fit perf.json [-C allreduce] [-A ring] [-c channels] [-H hosts] [-f topology.xml] [-o tune.txt]
 //       Fits latency and bandwidth to braid-perf -J times of one algorithm (run with -A), prints
-//       each point's fit error and the hop latency and channel bandwidth they imply, and writes
+//       each point's fit error and the hop latency and channel bandwidth they imply (with -H, runs
+//       across that many hosts: the hop between hosts and a host's network bandwidth), and writes
 //       them as a tune file (BRAID_TUNE_FILE). Host memory unless a GPU topology is given.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,11 +27,12 @@
 namespace {
 
 int usage(const char* self) {
-  std::fprintf(stderr,
-               "usage: %s -f topology.xml [-n ranks] [-e maxBytes]\n"
-               "       %s -H hosts -n ranks [-e maxBytes]\n"
-               "       %s --fit perf.json [-C allreduce] [-A ring] [-c channels] [-f topology.xml] [-o tune.txt]\n",
-               self, self, self);
+  std::fprintf(
+      stderr,
+      "usage: %s -f topology.xml [-n ranks] [-e maxBytes]\n"
+      "       %s -H hosts -n ranks [-e maxBytes]\n"
+      "       %s --fit perf.json [-C allreduce] [-A ring] [-c channels] [-H hosts] [-f topology.xml] [-o tune.txt]\n",
+      self, self, self);
   return 2;
 }
 
@@ -50,9 +53,11 @@ std::string readAll(const std::string& path, braid::Status* st) {
 int fit(int argc, char** argv) {
   using namespace braid;
   std::string json = argv[2], coll = "allreduce", algoName = "ring", topo, outFile;
-  int channels = 1;
+  int channels = 1, hosts = 1;
   for (int i = 3; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "-C") == 0)
+    if (std::strcmp(argv[i], "-H") == 0)
+      hosts = std::max(1, std::atoi(argv[i + 1]));
+    else if (std::strcmp(argv[i], "-C") == 0)
       coll = argv[i + 1];
     else if (std::strcmp(argv[i], "-A") == 0)
       algoName = argv[i + 1];
@@ -79,7 +84,7 @@ int fit(int argc, char** argv) {
   int ranks = 0;
   std::string text = st.isOk() ? readAll(json, &st) : "";
   if (st.isOk()) st = tune::readPerfJson(text, coll, &points, &ranks);
-  tune::Machine m = tune::hostMachine(ranks, 1, false);
+  tune::Machine m = tune::hostMachine(ranks, std::min(hosts, std::max(1, ranks)), false);
   if (st.isOk() && !topo.empty()) {
     topology::System system;
     topology::SearchResult search;

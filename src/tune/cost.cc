@@ -275,23 +275,24 @@ Factors factorsFor(const Machine& m, algo::Algo a, Proto proto) {
   return f;
 }
 
+int interHostSteps(const Machine& m, algo::Coll coll, algo::Algo a) {
+  if (m.hosts <= 1) return 0;
+  // A ring crosses each boundary once per pass; the trees (flat and cross-host) and doubling in
+  // about log2(hosts) of their steps, up and down; the hierarchical algorithms on their rails,
+  // (N-1) per pass.
+  const int passes = coll == algo::Coll::kAllReduce ? 2 : 1;
+  const int inter = a == algo::Algo::kRing   ? passes * m.hosts
+                    : a == algo::Algo::kHier ? passes * (m.hosts - 1)
+                                             : 2 * algo::floorLog2(m.hosts) + 1;
+  return std::min(stepsOn(m, coll, a), inter);
+}
+
 Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes, int channels) {
   const Factors f = factorsFor(m, a, proto);
   Prediction p;
   p.steps = stepsOn(m, coll, a);
   const bool hier = a == algo::Algo::kHier && m.hosts > 1;
-  const double passes = coll == algo::Coll::kAllReduce ? 2 : 1;
-  // Hops between hosts: a ring crosses each boundary once per pass; the flat trees and doubling in
-  // about log2(hosts) of their steps; the cross-host tree in its tree over hosts, up and down; the
-  // hierarchical algorithms on their rails, (N-1) per pass.
-  int interSteps = 0;
-  if (m.hosts > 1) {
-    const int logHosts = algo::floorLog2(m.hosts);
-    interSteps = a == algo::Algo::kRing ? static_cast<int>(passes) * m.hosts
-                 : hier                 ? static_cast<int>(passes) * (m.hosts - 1)
-                                        : 2 * logHosts + 1;
-    interSteps = std::min(p.steps, interSteps);
-  }
+  const int interSteps = interHostSteps(m, coll, a);
   // What the busiest rank moves through its channels: the hierarchical algorithms its host's ring
   // steps (a chain's rail member, which takes the message on along the rail and into its host,
   // twice) and its rail's share of what leaves the host.

@@ -81,6 +81,8 @@ int hierSteps(algo::Coll coll, int hosts, int perHost);
 int crossTreeSteps(int hosts, int perHost);
 /// Sequential steps of (coll, algo) on `machine`, whichever of the three above applies.
 int stepsOn(const Machine& machine, algo::Coll coll, algo::Algo algo);
+/// Of those, the steps that cross between hosts (0 on one host).
+int interHostSteps(const Machine& machine, algo::Coll coll, algo::Algo algo);
 /// Bytes the busiest host sends to other hosts, per byte of the message (0 on one host).
 double hostLinkFactor(const Machine& machine, algo::Coll coll, algo::Algo algo);
 /// Bytes the busiest rank sends, per byte of the message (the nccl-tests message size).

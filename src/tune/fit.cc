@@ -76,11 +76,20 @@ LineFit fitLine(const std::vector<Point>& points) {
 
 TuneFile tuneFromFit(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, int channels, const LineFit& fit) {
   TuneFile t;
-  int steps = sequentialSteps(coll, a, m.nranks);
+  const int steps = stepsOn(m, coll, a), inter = interHostSteps(m, coll, a);
   const Factors f = factorsFor(m, a, proto);
-  if (steps > 0) t.hopUs = std::max(0.0, ((fit.intercept - m.baseUs) / steps - f.hopExtraUs) / f.hopFactor);
   double reduce = m.reduceGBs > 0 ? reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3) : 0;
   double linkSlope = fit.slope - reduce;
+  if (inter > 0) {
+    // Across hosts: the steps inside hosts cost the machine's hop; the rest of the intercept is the
+    // steps between them, and the slope is the network's (the busiest host's bytes over its NICs).
+    const double inside = (steps - inter) * (m.intraHopUs * f.hopFactor + f.hopExtraUs);
+    t.interHopUs = std::max(0.0, ((fit.intercept - m.baseUs - inside) / inter - f.hopExtraUs) / f.hopFactor);
+    const double factor = hostLinkFactor(m, coll, a);
+    if (linkSlope > 0 && factor > 0) t.netGBs = factor / (linkSlope * 1e3);
+    return t;
+  }
+  if (steps > 0) t.hopUs = std::max(0.0, ((fit.intercept - m.baseUs) / steps - f.hopExtraUs) / f.hopFactor);
   double factor = busiestRankFactor(coll, a, m.nranks);
   if (linkSlope > 0 && factor > 0) t.channelGBs = factor / (linkSlope * 1e3 * std::max(1, channels) * f.efficiency);
   return t;
@@ -126,17 +135,19 @@ Status parseTuneFile(const std::string& text, const std::string& source, TuneFil
                    : name == "hop_us"       ? &f.hopUs
                    : name == "inter_hop_us" ? &f.interHopUs
                    : name == "channel_gbs"  ? &f.channelGBs
+                   : name == "net_gbs"      ? &f.netGBs
                    : name == "reduce_gbs"   ? &f.reduceGBs
                                             : nullptr;
     Machine probe;
     const bool model = slot == nullptr && modelValue(probe, name) != nullptr;
     if (slot == nullptr && !model) {
-      return invalidArgument(where + "unknown name '" + name +
-                             "' (base_us, hop_us, inter_hop_us, channel_gbs, reduce_gbs, or a protocol model's "
-                             "<simple|ll|ll128>_<hop_factor|hop_extra_us|efficiency|bytes_per_channel>, "
-                             "oneshot_<efficiency|bytes_per_channel>)");
+      return invalidArgument(
+          where + "unknown name '" + name +
+          "' (base_us, hop_us, inter_hop_us, channel_gbs, net_gbs, reduce_gbs, or a protocol model's "
+          "<simple|ll|ll128>_<hop_factor|hop_extra_us|efficiency|bytes_per_channel>, "
+          "oneshot_<efficiency|bytes_per_channel>)");
     }
-    const bool positive = name == "channel_gbs" || name == "reduce_gbs" ||
+    const bool positive = name == "channel_gbs" || name == "net_gbs" || name == "reduce_gbs" ||
                           name.find("efficiency") != std::string::npos ||
                           name.find("bytes_per_channel") != std::string::npos;
     if (positive && v == 0) return invalidArgument(where + name + " must be > 0");
@@ -163,6 +174,7 @@ std::string writeTuneFile(const TuneFile& f) {
   put("hop_us", f.hopUs);
   put("inter_hop_us", f.interHopUs);
   put("channel_gbs", f.channelGBs);
+  put("net_gbs", f.netGBs);
   put("reduce_gbs", f.reduceGBs);
   for (const auto& [name, v] : f.model) put(name.c_str(), v);
   return out.str();
@@ -173,6 +185,7 @@ void applyTuneFile(const TuneFile& f, Machine* m) {
   if (f.hopUs >= 0) m->intraHopUs = f.hopUs;
   if (f.interHopUs >= 0) m->interHopUs = f.interHopUs;
   if (f.channelGBs > 0) m->channelGBs = f.channelGBs;
+  if (f.netGBs > 0 && m->hosts > 1) m->netGBs = f.netGBs;
   if (f.reduceGBs > 0) m->reduceGBs = f.reduceGBs;
   for (const auto& [name, v] : f.model) {
     if (double* slot = modelValue(*m, name)) *slot = v;

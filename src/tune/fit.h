@@ -39,13 +39,16 @@ LineFit fitLine(const std::vector<Point>& points);
 
 struct TuneFile {
   double baseUs = -1, hopUs = -1, interHopUs = -1, channelGBs = -1, reduceGBs = -1;  // -1: not given
+  double netGBs = -1;  // a host's network (Machine::netGBs), from runs across hosts
   // The protocol models' values given (Machine::protos, Machine::oneShot), by name:
   // <simple|ll|ll128>_<hop_factor|hop_extra_us|efficiency|bytes_per_channel>,
   // oneshot_<efficiency|bytes_per_channel>.
   std::map<std::string, double> model;
 };
 
-/// The machine values a fit implies for `algo`/`proto` run on `channels` channels of `machine`.
+/// The machine values a fit implies for `algo`/`proto` run on `channels` channels of `machine`: on
+/// one host its hop latency and channel bandwidth; across hosts (machine.hosts > 1) the hop between
+/// hosts and the network's bandwidth (the slope taken as the busiest host's bytes over its NICs).
 TuneFile tuneFromFit(const Machine& machine, algo::Coll coll, algo::Algo algo, Proto proto, int channels,
                      const LineFit& fit);
 

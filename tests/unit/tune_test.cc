@@ -465,6 +465,31 @@ TEST(TuneFit, RecoversTheModelsOwnConstants) {
   EXPECT_NEAR(t.channelGBs, 3.5, 1e-6);
 }
 
+// Across hosts the fit gives the hop between hosts and a host's network: points made by the model
+// of 2 hosts x 2 ranks with a slow network (the ring and hier, each network-bound) come back.
+TEST(TuneFit, RecoversTheNetworkAcrossHosts) {
+  for (Algo a : {Algo::kRing, Algo::kHier}) {
+    Machine truth = hostMachine(4, 2, false);
+    truth.interHopUs = 75;
+    truth.netGBs = 0.25;
+    std::vector<Point> points;
+    for (double bytes = 8; bytes <= (1 << 26); bytes *= 4) {
+      points.push_back({bytes, predict(truth, Coll::kAllReduce, a, Proto::kSimple, size_t(bytes), 1).us});
+    }
+    LineFit line = fitLine(points);
+    for (double e : line.relativeError) EXPECT_LT(std::fabs(e), 1e-6) << algo::algoName(a);
+    TuneFile t = tuneFromFit(hostMachine(4, 2, false), Coll::kAllReduce, a, Proto::kSimple, 1, line);
+    EXPECT_NEAR(t.interHopUs, 75, 1e-4) << algo::algoName(a);
+    EXPECT_NEAR(t.netGBs, 0.25, 1e-6) << algo::algoName(a);
+    EXPECT_LT(t.channelGBs, 0) << "not fitted across hosts";
+    Machine back = hostMachine(4, 2, false);
+    TuneFile parsed;
+    ASSERT_TRUE(parseTuneFile(writeTuneFile(t), "fit", &parsed).isOk());
+    applyTuneFile(parsed, &back);
+    EXPECT_NEAR(back.netGBs, 0.25, 1e-6);
+  }
+}
+
 TEST(TuneFit, ReadsBraidPerfJson) {
   std::ifstream in(std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/perf-allreduce-ring-2proc.json");
   std::stringstream text;
