@@ -84,6 +84,10 @@ size_t inputElems(Coll coll, size_t count, int nranks) { return coll == Coll::kR
 
 size_t outputElems(Coll coll, size_t count, int nranks) { return coll == Coll::kAllGather ? count * nranks : count; }
 
+size_t messageElems(Coll coll, size_t count, int nranks) {
+  return std::max(inputElems(coll, count, nranks), outputElems(coll, count, nranks));
+}
+
 const char* collName(Coll coll) {
   switch (coll) {
     case Coll::kAllReduce: return "allreduce";

@@ -50,5 +50,8 @@ WorkArgs workFor(const Geometry& g, int rank, int channel, const CallShape& call
 /// Elements of the input and output buffers a collective uses on each rank.
 size_t inputElems(Coll coll, size_t count, int nranks);
 size_t outputElems(Coll coll, size_t count, int nranks);
+/// Elements of the message as nccl-tests and the tuner count it: the larger of the two buffers
+/// (all-gather's output, reduce-scatter's input, the one buffer of the others).
+size_t messageElems(Coll coll, size_t count, int nranks);
 
 }  // namespace braid::algo

@@ -223,14 +223,10 @@ HostEngine::~HostEngine() {
   }
 }
 
-size_t sendElems(const CollRequest& r, int nranks) {
-  return r.coll == algo::Coll::kReduceScatter ? r.count * static_cast<size_t>(nranks) : r.count;
-}
+size_t sendElems(const CollRequest& r, int nranks) { return algo::inputElems(r.coll, r.count, nranks); }
 
 size_t messageBytes(const CollRequest& r, int nranks) {
-  size_t bytes = r.count * typeSize(r.type);
-  bool gathers = r.coll == algo::Coll::kAllGather || r.coll == algo::Coll::kReduceScatter;
-  return gathers ? bytes * static_cast<size_t>(nranks) : bytes;
+  return algo::messageElems(r.coll, r.count, nranks) * typeSize(r.type);
 }
 
 algo::CallShape HostEngine::decide(const CollRequest& r) const {
