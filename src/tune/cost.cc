@@ -287,6 +287,15 @@ int interHostSteps(const Machine& m, algo::Coll coll, algo::Algo a) {
   return std::min(stepsOn(m, coll, a), inter);
 }
 
+double wireFactor(const Machine& m, Proto proto) {
+  if (!m.gpu) return 1;
+  switch (proto) {
+    case Proto::kLL: return 16.0 / 8;        // a 16-byte line carries 8 bytes of data and their flags
+    case Proto::kLL128: return 128.0 / 120;  // a 128-byte line carries 120
+    default: return 1;
+  }
+}
+
 Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes, int channels) {
   const Factors f = factorsFor(m, a, proto);
   Prediction p;
@@ -313,7 +322,7 @@ Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto,
     const int crossings = hier ? m.perHost : a == algo::Algo::kDoubleTree || a == algo::Algo::kCrossTree ? 2 : 1;
     double net = m.netGBs;
     if (m.netChannelGBs > 0) net = std::min(net, std::max(1, channels) * crossings * m.netChannelGBs);
-    p.netUs = static_cast<double>(bytes) * hostLinkFactor(m, coll, a) / (net * 1e3);
+    p.netUs = static_cast<double>(bytes) * hostLinkFactor(m, coll, a) * wireFactor(m, proto) / (net * 1e3);
   }
   p.us = p.latencyUs + std::max(channelUs, p.netUs);
   if (m.reduceGBs > 0) p.us += static_cast<double>(bytes) * reduceFactor(coll, a, m.nranks) / (m.reduceGBs * 1e3);

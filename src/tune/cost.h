@@ -81,6 +81,9 @@ int hierSteps(algo::Coll coll, int hosts, int perHost);
 int crossTreeSteps(int hosts, int perHost);
 /// Sequential steps of (coll, algo) on `machine`, whichever of the three above applies.
 int stepsOn(const Machine& machine, algo::Coll coll, algo::Algo algo);
+/// Bytes a protocol's FIFO slots carry per byte of data, over the network as well (LL's lines are
+/// half flags; GPU communicators only).
+double wireFactor(const Machine& machine, Proto proto);
 /// Of those, the steps that cross between hosts (0 on one host).
 int interHostSteps(const Machine& machine, algo::Coll coll, algo::Algo algo);
 /// Bytes the busiest host sends to other hosts, per byte of the message (0 on one host).

@@ -213,6 +213,12 @@ TEST(TuneModel, TheNetworkTermFollowsTheNics) {
     previous = ring.us;
     Prediction hier = predict(m, Coll::kAllReduce, Algo::kHier, Proto::kSimple, bytes, m.channels);
     EXPECT_NEAR(hier.netUs / ring.netUs, 1.0 / (2.0 * 15 / 16), 0.05) << nics;  // 1 against 2 x 15/16
+    // LL's lines are half flags on the wire too: twice Simple's network time, so a message the
+    // network holds back never goes by LL for its shorter hops.
+    Prediction ll = predict(m, Coll::kAllReduce, Algo::kRing, Proto::kLL, bytes, m.channels);
+    EXPECT_NEAR(ll.netUs, 2 * ring.netUs, 1e-6 * ring.netUs) << nics;
+    Decision d = tunerFor(m).decide(Coll::kAllReduce, size_t(16) << 20);
+    EXPECT_EQ(d.proto, Proto::kSimple) << nics << ": " << describe(d);
   }
 }
 
