@@ -20,7 +20,7 @@ enum class Coll : int { kAllReduce = 0, kBroadcast, kReduce, kAllGather, kReduce
 // (tree.h) over trees that chain each host's ranks and join the chains by a double binary tree over
 // the hosts (tree_builder.h); workFor hands it those trees.
 enum class Algo : int {
-#define BRAID_ALGO(id, name, lanes) id,
+#define BRAID_ALGO(id, name, lanes, scope) id,
 #include "algo/algorithm_table.def"
   kNumAlgos
 };
@@ -35,10 +35,19 @@ BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) {
 }
 
 BRAID_HOST_DEVICE inline int numLanes(Algo algo) {
-#define BRAID_ALGO(id, name, lanes) \
+#define BRAID_ALGO(id, name, lanes, scope) \
   if (algo == Algo::id) return lanes;
 #include "algo/algorithm_table.def"
   return 1;
+}
+
+/// Where an algorithm runs (its row's `scope`).
+enum class AlgoScope : int { kAnywhere, kAcrossHosts, kWithoutFifos };
+BRAID_HOST_DEVICE inline AlgoScope scopeOf(Algo algo) {
+#define BRAID_ALGO(id, name, lanes, scope) \
+  if (algo == Algo::id) return AlgoScope::scope;
+#include "algo/algorithm_table.def"
+  return AlgoScope::kAnywhere;
 }
 
 /// Runs lane `lane` of `coll` by `alg`; a collective `alg` does not implement runs as its ring.

@@ -14,7 +14,7 @@ std::vector<std::vector<int>> algorithmPeers(const Geometry& g, int rank, const 
   const int n = static_cast<int>(g.ringOrder.size());
   std::vector<std::set<int>> found(kNumConnIds);
   for (Algo a : algos) {
-    if (a == Algo::kOneShot) continue;
+    if (scopeOf(a) == AlgoScope::kWithoutFifos) continue;
     for (int c = 0; c < static_cast<int>(Coll::kNumColls); ++c) {
       const auto coll = static_cast<Coll>(c);
       if (!supports(coll, a)) continue;
@@ -47,6 +47,17 @@ std::vector<std::vector<int>> algorithmPeers(const Geometry& g, int rank, const 
   }
   for (int q = 0; q < n; ++q) peers[kConnP2p].push_back(q);  // send/recv reaches anyone, itself too
   return peers;
+}
+
+std::vector<Algo> fifoAlgorithms(const Geometry& g) {
+  std::vector<Algo> algos;
+  for (int i = 0; i < static_cast<int>(Algo::kNumAlgos); ++i) {
+    const auto a = static_cast<Algo>(i);
+    const AlgoScope scope = scopeOf(a);
+    if (scope == AlgoScope::kWithoutFifos || (scope == AlgoScope::kAcrossHosts && g.hostStart.size() <= 2)) continue;
+    algos.push_back(a);
+  }
+  return algos;
 }
 
 }  // namespace braid::algo

@@ -20,4 +20,8 @@ std::vector<int> algorithmPeers(const Geometry& g, int rank, int connId, const s
 /// The same for every connection id at once (indexed by it), from one run of the programs.
 std::vector<std::vector<int>> algorithmPeers(const Geometry& g, int rank, const std::vector<Algo>& algos);
 
+/// The algorithms whose FIFOs an engine lays out for `g`: every row of the table but those without
+/// FIFOs, those that run only across hosts only where `g` has more than one host.
+std::vector<Algo> fifoAlgorithms(const Geometry& g);
+
 }  // namespace braid::algo

@@ -100,7 +100,7 @@ const char* collName(Coll coll) {
 }
 
 const char* algoName(Algo algo) {
-#define BRAID_ALGO(id, name, lanes) \
+#define BRAID_ALGO(id, name, lanes, scope) \
   if (algo == Algo::id) return name;
 #include "algo/algorithm_table.def"
   return "?";

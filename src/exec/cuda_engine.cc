@@ -39,16 +39,6 @@ constexpr size_t kSimpleOff = 384;
 constexpr int kConnIds[] = {algo::kConnRing,     algo::kConnTree0, algo::kConnTree1,
                             algo::kConnDoubling, algo::kConnLocal, algo::kConnRail};
 
-// The algorithms whose FIFOs the arena holds: every FIFO algorithm the kernels run (the one-shot
-// has none), the hierarchical one and the cross-host tree only where there are hosts to be
-// hierarchical about.
-std::vector<algo::Algo> engineAlgorithms(const algo::Geometry& g) {
-  std::vector<algo::Algo> algos = {algo::Algo::kRing, algo::Algo::kTree, algo::Algo::kDoubleTree,
-                                   algo::Algo::kDoubling};
-  if (g.hostStart.size() > 2) algos.insert(algos.end(), {algo::Algo::kHier, algo::Algo::kCrossTree});
-  return algos;
-}
-
 // The one-shot region (device/oneshot.cuh): a header, then 2 x nranks blocks of 16-byte lines.
 size_t oneShotRegionBytes(const CudaEngineOptions& o) {
   if (o.oneShotBytes == 0) return 0;
@@ -208,7 +198,7 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   // Every rank's peers, as the algorithms' own programs say (algo/connections.h), once: each
   // rank's layout follows from them.
   for (int r = 0; r < options.nranks; ++r)
-    s->peers.push_back(algo::algorithmPeers(options.geometry, r, engineAlgorithms(options.geometry)));
+    s->peers.push_back(algo::algorithmPeers(options.geometry, r, algo::fifoAlgorithms(options.geometry)));
   for (int r = 0; r < options.nranks; ++r) s->layouts.push_back(s->layoutOf(r));
   const size_t bytes = std::max<size_t>(s->layouts[options.rank].bytes, 256);
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamCreateWithFlags (set-up copies)",

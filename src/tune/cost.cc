@@ -219,8 +219,8 @@ double hostLinkFactor(const Machine& m, algo::Coll coll, algo::Algo a) {
 }
 
 bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
-  // The hierarchical algorithms and the cross-host tree, across hosts only.
-  const bool levelled = a == algo::Algo::kHier || a == algo::Algo::kCrossTree;
+  // The hierarchical algorithms and the cross-host tree (the table's kAcrossHosts), across hosts only.
+  const bool levelled = algo::scopeOf(a) == algo::AlgoScope::kAcrossHosts;
   return algo::supports(coll, a) && (a != algo::Algo::kDoubling || m.doubling) &&
          (a != algo::Algo::kOneShot || m.oneShotBytes > 0) && (!levelled || m.hosts > 1);
 }

@@ -6,10 +6,12 @@
 // static_assert in device/kernels.cuh.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
 
+#include "algo/connections.h"
 #include "algo/recorder.h"
 #include "algo/symbolic.h"
 #include "tune/cost.h"
@@ -71,6 +73,27 @@ TEST(AlgorithmTable, EveryRowIsProvenCostedAndDispatched) {
       }
     }
   }
+}
+
+// Each row's scope, and the FIFO algorithms an engine lays out from it: the one-shot opens no FIFO
+// connection; the hierarchical algorithms and the cross-host tree only where
+// the geometry has hosts.
+TEST(AlgorithmTable, ScopesDecideWhichFifosAnEngineLaysOut) {
+  const Geometry oneHost = makeGeometry({0, 1, 2, 3}), twoHosts = makeGeometry({0, 1, 2, 3}, {0, 0, 1, 1});
+  EXPECT_EQ(scopeOf(Algo::kOneShot), AlgoScope::kWithoutFifos);
+  EXPECT_EQ(scopeOf(Algo::kHier), AlgoScope::kAcrossHosts);
+  EXPECT_EQ(scopeOf(Algo::kCrossTree), AlgoScope::kAcrossHosts);
+  EXPECT_EQ(scopeOf(Algo::kRing), AlgoScope::kAnywhere);
+  const std::vector<Algo> one = fifoAlgorithms(oneHost), two = fifoAlgorithms(twoHosts);
+  for (int i = 0; i < static_cast<int>(Algo::kNumAlgos); ++i) {
+    const auto a = static_cast<Algo>(i);
+    const bool inOne = std::find(one.begin(), one.end(), a) != one.end();
+    const bool inTwo = std::find(two.begin(), two.end(), a) != two.end();
+    EXPECT_EQ(inOne, scopeOf(a) == AlgoScope::kAnywhere) << algoName(a);
+    EXPECT_EQ(inTwo, scopeOf(a) != AlgoScope::kWithoutFifos) << algoName(a);
+  }
+  // What the engines connect follows: the one-shot's rows add no peers.
+  EXPECT_TRUE(algorithmPeers(twoHosts, 1, {Algo::kOneShot})[kConnRing].empty());
 }
 
 // runLane of a collective the algorithm lacks records exactly what its ring records.
