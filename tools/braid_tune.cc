@@ -124,6 +124,21 @@ int fit(int argc, char** argv) {
   return 0;
 }
 
+// The machine summary the cost model uses, the decision table and the all-reduce crossovers.
+void printDecisions(const braid::tune::Tuner& tuner, const std::string& what, size_t maxBytes) {
+  const braid::tune::Machine& m = tuner.machine();
+  std::printf(
+      "# %s: %d ranks on %d host(s); %d channel(s) of %.1f GB/s; hop %.2f us inside hosts, %.2f us between;"
+      " a host's network %.2f GB/s; LL128 %s; one-shot blocks up to %zu bytes\n",
+      what.c_str(), m.nranks, m.hosts, m.channels, m.channelGBs, m.intraHopUs, m.interHopUs, m.netGBs,
+      m.ll128Capable ? "allowed (NVLink)" : "not allowed", m.oneShotBytes);
+  std::fputs(tuner.table(maxBytes).c_str(), stdout);
+  std::printf("# all-reduce crossovers:");
+  for (const std::string& c : tuner.crossovers(braid::algo::Coll::kAllReduce, maxBytes))
+    std::printf("  [%s]", c.c_str());
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,12 +182,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "braid-tune: %s\n", st.message().c_str());
       return 1;
     }
-    const tune::Machine& m = tuner.machine();
-    std::printf(
-        "# host memory: %d ranks on %d host(s); %d channel(s) of %.1f GB/s; hop %.2f us inside hosts, %.2f us "
-        "between; a host's network %.2f GB/s\n",
-        m.nranks, m.hosts, m.channels, m.channelGBs, m.intraHopUs, m.interHopUs, m.netGBs);
-    std::fputs(tuner.table(maxBytes).c_str(), stdout);
+    printDecisions(tuner, "host memory", maxBytes);
     return 0;
   }
   topology::System system;
@@ -199,15 +209,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid-tune: %s\n", st.message().c_str());
     return 1;
   }
-  const tune::Machine& m = tuner.machine();
-  std::printf(
-      "# %s: %d ranks on %d host(s); %d channel(s) of %.1f GB/s; hop %.2f us inside hosts, %.2f us between;"
-      " LL128 %s; one-shot blocks up to %zu bytes\n",
-      file.c_str(), m.nranks, m.hosts, m.channels, m.channelGBs, m.intraHopUs, m.interHopUs,
-      m.ll128Capable ? "allowed (NVLink)" : "not allowed", m.oneShotBytes);
-  std::fputs(tuner.table(maxBytes).c_str(), stdout);
-  std::printf("# all-reduce crossovers:");
-  for (const std::string& c : tuner.crossovers(algo::Coll::kAllReduce, maxBytes)) std::printf("  [%s]", c.c_str());
-  std::printf("\n");
+  printDecisions(tuner, file, maxBytes);
   return 0;
 }
