@@ -166,39 +166,25 @@ Status Comm::connectGpu() {
   o.llSlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuLlBytes));
   o.ll128SlotBytes = static_cast<size_t>(param::getInt(param::Id::kGpuLl128Bytes));
   // Host memory for everyone when any rank asks (BRAID_P2P_DISABLE) or any rank cannot reach a GPU of
-  // its host directly: one exchange of the devices, one of the verdicts.
-  struct Place {
-    int64_t pid;
-    uint64_t host;
-    int32_t device;
-    int32_t hostMemory;
-    int32_t sms;  // multiprocessors of the device
-    int32_t pad;
-  };
-  std::vector<Place> places(nranks_);
-  int sm = 0;
-  for (const exec::CudaDeviceInfo& d : exec::cudaDevices()) sm = d.ordinal == cudaDevice_ ? d.multiprocessors : sm;
-  places[rank_] = {static_cast<int64_t>(getpid()),
-                   hostHash(),
-                   cudaDevice_,
-                   param::getInt(param::Id::kP2pDisable) != 0 ? 1 : 0,
-                   sm,
-                   0};
-  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(places.data(), sizeof(Place)).withContext("exchanging GPU places"));
+  // its host directly: one exchange of the verdicts (the identities are known since init).
+  const std::vector<transport::PeerIdentity>& ids = identities_;
+  std::vector<int32_t> noPeerAccess(nranks_, 0);
+  noPeerAccess[rank_] = ids[rank_].noP2p;
   for (int r = 0; r < nranks_; ++r) {
-    if (places[r].host == places[rank_].host && !exec::CudaEngine::peerAccess(cudaDevice_, places[r].device)) {
-      places[rank_].hostMemory = 1;
+    if (ids[r].host == ids[rank_].host && !exec::CudaEngine::peerAccess(cudaDevice_, ids[r].device)) {
+      noPeerAccess[rank_] = 1;
     }
   }
-  BRAID_RETURN_IF_ERROR(bootstrap_->allGather(places.data(), sizeof(Place)).withContext("exchanging GPU places"));
-  for (const Place& p : places) o.hostMemory = o.hostMemory || p.hostMemory != 0;
+  BRAID_RETURN_IF_ERROR(
+      bootstrap_->allGather(noPeerAccess.data(), sizeof(int32_t)).withContext("exchanging GPU peer access"));
+  for (int32_t no : noPeerAccess) o.hostMemory = o.hostMemory || no != 0;
   // Ranks sharing a GPU (tests on one GPU) only progress if all their CTAs are resident at once:
   // keep ranks x channels within half the SMs (a 1024-thread CTA may take a whole SM). Every rank
-  // computes the same cap from the same exchanged places, as the arena layout requires.
+  // computes the same cap from the same identities, as the arena layout requires.
   int sharing = 1, sms = 0;
-  for (const Place& p : places) {
+  for (const transport::PeerIdentity& p : ids) {
     int same = 0;
-    for (const Place& q : places) same += q.host == p.host && q.device == p.device;
+    for (const transport::PeerIdentity& q : ids) same += q.host == p.host && q.device == p.device;
     sharing = std::max(sharing, same);
     sms = sms == 0 ? p.sms : std::min(sms, p.sms);
   }
@@ -208,15 +194,15 @@ Status Comm::connectGpu() {
   std::vector<uint64_t> hostIds;
   std::vector<int> hostOf(nranks_);
   for (int r = 0; r < nranks_; ++r) {
-    auto it = std::find(hostIds.begin(), hostIds.end(), places[r].host);
+    auto it = std::find(hostIds.begin(), hostIds.end(), ids[r].host);
     hostOf[r] = static_cast<int>(it - hostIds.begin());
-    if (it == hostIds.end()) hostIds.push_back(places[r].host);
+    if (it == hostIds.end()) hostIds.push_back(ids[r].host);
   }
   o.geometry = algo::makeGeometry(plan_.search.rings.front().ranks, hostOf);
   o.spansHosts = hostIds.size() > 1;
   if (o.spansHosts) {
     // Peers on other hosts are reached through FIFOs in pinned host memory and a network proxy
-    // (exec/cuda_net.cc): 2 x 4 MiB of it per connection and channel, and a network slower than any
+    // (transport/net/net_device.cc): 2 x 4 MiB of it per connection and channel, and a network slower than any
     // GPU link. Two channels, as NCCL uses per NIC.
     o.channels = std::min(o.channels, 2);
     o.fullChannels = std::min(o.fullChannels, 2);
@@ -261,12 +247,11 @@ Status Comm::connectGpu() {
   o.commKey = instanceKey_;
   o.watch = watch_ != nullptr;
   BRAID_RETURN_IF_ERROR(exec::CudaEngine::create(o, &gpu_));
-  std::vector<exec::CudaExport> all(nranks_);
+  std::vector<transport::DeviceOffer> all(nranks_);
   all[rank_] = gpu_->exported();
-  all[rank_].host = hostHash();
   BRAID_RETURN_IF_ERROR(
-      bootstrap_->allGather(all.data(), sizeof(exec::CudaExport)).withContext("exchanging GPU buffer handles"));
-  BRAID_RETURN_IF_ERROR(gpu_->connect(all));
+      bootstrap_->allGather(all.data(), sizeof(transport::DeviceOffer)).withContext("exchanging GPU buffer handles"));
+  BRAID_RETURN_IF_ERROR(gpu_->connect(identities_, all));
   // Every rank has mapped its peers' arenas: the shared-memory names can go.
   std::vector<int> mapped(nranks_, 1);
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(mapped.data(), sizeof(int)).withContext("GPU connections"));
@@ -311,29 +296,41 @@ Status Comm::dumpTopology() {
   return Status::ok();
 }
 
-// Which ranks share this process and this host, and their network transports' handles: decides
-// the transport to each peer.
+// Every rank's identity (transport/transport.h), its network transport's handle, its watchdog's
+// port and a nonce, in one exchange: what decides the transport to each peer, here and in the
+// GPU engine.
 Status Comm::exchangePeerInfo() {
   struct PeerInfo {
-    int64_t pid;
-    uint64_t host;
-    int64_t cpus;
+    transport::PeerIdentity identity;
     transport::NetHandle netHandle;
     uint64_t watchPort;  // this rank's watchdog listener; 0: BRAID_TIMEOUT off there
     uint64_t nonce;      // random: rank 0's names this instance of the communicator (instanceKey)
   };
   std::vector<PeerInfo> peers(nranks_);
-  peers[rank_] = {static_cast<int64_t>(getpid()), hostHash(), HostEngine::availableCpus(),
-                  transport::NetHandle{},         0,          bootstrap::randomBits()};
+  PeerInfo& mine = peers[rank_];
+  mine.identity.pid = static_cast<int64_t>(getpid());
+  mine.identity.host = hostHash();
+  mine.identity.cpus = HostEngine::availableCpus();
+  mine.identity.device = cudaDevice_;
+  mine.identity.noP2p = param::getInt(param::Id::kP2pDisable) != 0 ? 1 : 0;
+  for (const exec::CudaDeviceInfo& d : cudaDevice_ >= 0 ? exec::cudaDevices() : std::vector<exec::CudaDeviceInfo>{}) {
+    if (d.ordinal != cudaDevice_) continue;
+    mine.identity.sms = d.multiprocessors;
+    std::snprintf(mine.identity.busId, sizeof(mine.identity.busId), "%s", d.busId.c_str());
+  }
+  mine.netHandle = transport::NetHandle{};
+  mine.nonce = bootstrap::randomBits();
   if (host_ != nullptr) {
-    BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &peers[rank_].netHandle));
+    BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &mine.netHandle));
   }
   uint16_t port = 0;
   BRAID_RETURN_IF_ERROR(startWatch(&port));
-  peers[rank_].watchPort = port;
+  mine.watchPort = port;
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
   const uint64_t key[2] = {idHash_, peers[0].nonce};
   instanceKey_ = hashBytes(key, sizeof(key));
+  identities_.clear();
+  for (const PeerInfo& p : peers) identities_.push_back(p.identity);
   if (watch_ != nullptr) {
     watchListeners_ = bootstrap_->peerAddresses();
     for (int r = 0; r < nranks_; ++r) watchListeners_[r].setPort(static_cast<uint16_t>(peers[r].watchPort));
@@ -341,16 +338,9 @@ Status Comm::exchangePeerInfo() {
     if (host_ != nullptr) watch_->setPeers(std::move(watchListeners_));
   }
   if (host_ == nullptr) return Status::ok();
-  std::vector<HostEngine::Peer> info(nranks_);
-  for (int r = 0; r < nranks_; ++r) {
-    info[r].sameHost = peers[r].host == peers[rank_].host;
-    info[r].sameProcess = info[r].sameHost && peers[r].pid == peers[rank_].pid;
-    info[r].pid = static_cast<long>(peers[r].pid);
-    info[r].host = peers[r].host;
-    info[r].cpus = static_cast<int>(peers[r].cpus);
-    info[r].netHandle = peers[r].netHandle;
-  }
-  return host_->setPeers(std::move(info), instanceKey_);
+  std::vector<transport::NetHandle> handles;
+  for (const PeerInfo& p : peers) handles.push_back(p.netHandle);
+  return host_->setPeers(identities_, std::move(handles), instanceKey_);
 }
 
 Status Comm::collective(const CollRequest& request) { return collectives({request}); }

@@ -148,6 +148,7 @@ class Comm : public std::enable_shared_from_this<Comm> {
   int cudaDevice_ = -1;
   uint64_t idHash_ = 0;
   uint64_t instanceKey_ = 0;
+  std::vector<transport::PeerIdentity> identities_;  // every rank's, from init's one exchange
 
   std::atomic<State> state_{State::kInitializing};
   std::atomic<bool> abortFlag_{false};       // the calls' waits

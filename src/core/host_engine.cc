@@ -12,105 +12,10 @@
 #include "core/param.h"
 #include "core/watchdog.h"
 
+static_assert(braid::algo::kNumConnIds <= braid::transport::kMaxConnIds,
+              "the links' lock-free cache holds every connection id");
+
 namespace braid::core {
-
-// Resolves (channel, conn, src, dst) to the receiver's FIFO: the peer's loopback endpoint when it
-// is a thread of this process, a shared-memory segment when it is another process of this host.
-// Lookups are cached (the first channels without a lock: every call opens its connections); a
-// segment that cannot be made is remembered as the error of the call.
-class HostEngine::Fifos : public exec::FifoResolver {
- public:
-  explicit Fifos(HostEngine& engine)
-      : engine_(engine), fast_(new std::atomic<transport::HostFifo*>[fastSlots(engine.nranks_)]()) {}
-
-  transport::HostFifo* fifo(int channel, int connId, int src, int dst) override {
-    std::atomic<transport::HostFifo*>* fast = fastEntry(channel, connId, src, dst);
-    if (fast != nullptr) {
-      if (transport::HostFifo* f = fast->load(std::memory_order_acquire)) return f;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    auto key = std::make_tuple(channel, connId, src, dst);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-    int peer = src == engine_.rank_ ? dst : src;
-    transport::HostFifo* f = nullptr;
-    Status st;
-    switch (engine_.paths_[peer]) {
-      case Path::kLoopback: {
-        auto endpoint = transport::findLoopbackEndpoint(engine_.commKey_, dst);
-        if (endpoint) f = endpoint->incoming(channel, connId, src);
-        endpoints_.push_back(endpoint);  // keep it alive while cached
-        break;
-      }
-      case Path::kShm: {
-        std::unique_ptr<transport::ShmFifoSegment> seg;
-        std::string name = transport::ShmFifoSegment::nameFor(engine_.shmKey_, src, dst, channel, connId);
-        transport::ShmFifoOptions o;
-        o.slots = engine_.steps_;
-        o.slotBytes = engine_.chunkBytes_;
-        o.timeoutMs = engine_.config_.timeoutMs;
-        o.stop = transport::StopFlags{engine_.abort_, nullptr};
-        o.peerRank = peer;
-        o.peerPid = engine_.peers_[peer].pid;
-        o.sender = src == engine_.rank_;
-        st = transport::ShmFifoSegment::attach(name, o, &seg);
-        if (st.isOk()) {
-          f = &seg->fifo();
-          segments_.push_back(std::move(seg));
-        }
-        break;
-      }
-      case Path::kNet: st = engine_.network_.connection(channel, connId, src, dst, &f); break;
-    }
-    if (!st.isOk()) {
-      error_ = st.withContext("connection " + std::to_string(src) + "->" + std::to_string(dst));
-      hasError_.store(true, std::memory_order_release);
-      return nullptr;  // not cached: a later call tries again
-    }
-    if (f != nullptr && engine_.busyPoll_) f->setPauseSpins(transport::HostFifo::kBusyPauseSpins);
-    cache_.emplace(key, f);
-    if (fast != nullptr) fast->store(f, std::memory_order_release);
-    return f;
-  }
-
-  void closeAll(int rank) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& kv : cache_) {
-      if (kv.second != nullptr) kv.second->close(rank);
-    }
-  }
-
-  /// The error of the last connection that could not be made (cleared by the call). Every call
-  /// asks, so the usual answer (none) takes no lock.
-  Status takeError() {
-    if (!hasError_.load(std::memory_order_acquire)) return Status::ok();
-    std::lock_guard<std::mutex> lock(mu_);
-    Status s = error_;
-    error_ = Status::ok();
-    hasError_.store(false, std::memory_order_relaxed);
-    return s;
-  }
-
- private:
-  static constexpr int kFastChannels = 4;
-  static size_t fastSlots(int nranks) { return size_t{kFastChannels} * algo::kNumConnIds * nranks * 2; }
-  // The lock-free cache entry of a connection of this rank, or null beyond kFastChannels.
-  std::atomic<transport::HostFifo*>* fastEntry(int channel, int connId, int src, int dst) {
-    if (channel < 0 || channel >= kFastChannels || connId < 0 || connId >= algo::kNumConnIds) return nullptr;
-    bool sending = src == engine_.rank_;
-    size_t peer = static_cast<size_t>(sending ? dst : src);
-    return &fast_[((static_cast<size_t>(channel) * algo::kNumConnIds + connId) * engine_.nranks_ + peer) * 2 + sending];
-  }
-
-  HostEngine& engine_;
-  std::unique_ptr<std::atomic<transport::HostFifo*>[]> fast_;
-  std::mutex mu_;
-  std::map<std::tuple<int, int, int, int>, transport::HostFifo*> cache_;
-  std::vector<std::shared_ptr<transport::LoopbackEndpoint>> endpoints_;
-  std::vector<std::unique_ptr<transport::ShmFifoSegment>> segments_;
-  Status error_;
-  std::atomic<bool> hasError_{false};  // error_ holds one
-};
 
 transport::CallTag collectiveTag(const CollRequest& r, uint32_t seq) {
   const bool rooted = r.coll == algo::Coll::kBroadcast || r.coll == algo::Coll::kReduce;
@@ -127,6 +32,19 @@ transport::CallTag collectiveTag(const CollRequest& r, uint32_t seq) {
 }
 
 namespace {
+
+transport::HostLinkOptions linkOptions(uint64_t commKey, int rank, int nranks, int slots, size_t slotBytes,
+                                       int64_t timeoutMs, const std::atomic<bool>* abort) {
+  transport::HostLinkOptions o;
+  o.commKey = commKey;
+  o.rank = rank;
+  o.nranks = nranks;
+  o.slots = slots;
+  o.slotBytes = slotBytes;
+  o.timeoutMs = timeoutMs;
+  o.abort = abort;
+  return o;
+}
 
 int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(64, param::getInt(param::Id::kChunkBytes))); }
@@ -148,33 +66,29 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       abort_(abort),
       steps_(stepsParam()),
       chunkBytes_(chunkParam()),
-      endpoint_(std::make_shared<transport::LoopbackEndpoint>(steps_, chunkBytes_)),
-      registration_(commKey, rank, endpoint_),
       geometry_(algo::defaultGeometry(nranks)),
-      network_(commKey, rank, nranks, transport::NetOptions::fromParams(steps_, chunkBytes_, config.timeoutMs), abort),
-      fifos_(std::make_unique<Fifos>(*this)) {}
+      links_(linkOptions(commKey, rank, nranks, steps_, chunkBytes_, config.timeoutMs, abort)) {}
 
 Status HostEngine::listen(const net::SocketAddress& interfaceAddress, transport::NetHandle* handle) {
-  return network_.listen(interfaceAddress, handle);
+  return links_.listen(interfaceAddress, handle);
 }
 
-Status HostEngine::setPeers(std::vector<Peer> peers, uint64_t shmKey) {
-  peers_ = std::move(peers);
-  shmKey_ = shmKey;
+Status HostEngine::setPeers(const std::vector<transport::PeerIdentity>& peers,
+                            std::vector<transport::NetHandle> handles, uint64_t shmKey) {
+  const transport::PeerIdentity& me = peers[rank_];
   bool shmDisabled = param::getInt(param::Id::kShmDisable) != 0;
-  bool anyNet = false;
-  std::vector<transport::NetHandle> handles;
-  int local = static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.sameHost; }));
-  busyPoll_ = local <= availableCpus();
+  int local = static_cast<int>(
+      std::count_if(peers.begin(), peers.end(), [&](const transport::PeerIdentity& p) { return p.host == me.host; }));
+  links_.setBusyPoll(local <= availableCpus());
   std::vector<uint64_t> hosts;
-  for (const Peer& p : peers_) {
+  for (const transport::PeerIdentity& p : peers) {
     if (std::find(hosts.begin(), hosts.end(), p.host) == hosts.end()) hosts.push_back(p.host);
   }
   // The ring visits each host's ranks together (in rank order), so that it crosses between hosts
   // once per host; the hierarchical algorithms see the hosts (algo/hier.h).
   std::vector<int> hostOf(nranks_), order;
   for (int r = 0; r < nranks_; ++r)
-    hostOf[r] = static_cast<int>(std::find(hosts.begin(), hosts.end(), peers_[r].host) - hosts.begin());
+    hostOf[r] = static_cast<int>(std::find(hosts.begin(), hosts.end(), peers[r].host) - hosts.begin());
   for (int hi = 0; hi < static_cast<int>(hosts.size()); ++hi) {
     for (int r = 0; r < nranks_; ++r) {
       if (hostOf[r] == hi) order.push_back(r);
@@ -185,9 +99,9 @@ Status HostEngine::setPeers(std::vector<Peer> peers, uint64_t shmKey) {
   // A channel is a thread per rank: no more than the CPUs of a host give each of its ranks, on the
   // tightest host (from every rank's counts, so that all ranks decide alike).
   int cpusPerRank = 2;
-  for (const Peer& p : peers_) {
-    int ranksThere =
-        static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [&](const Peer& q) { return q.host == p.host; }));
+  for (const transport::PeerIdentity& p : peers) {
+    int ranksThere = static_cast<int>(
+        std::count_if(peers.begin(), peers.end(), [&](const transport::PeerIdentity& q) { return q.host == p.host; }));
     cpusPerRank = std::min(cpusPerRank, p.cpus / std::max(1, ranksThere));
   }
   machine.channels = std::max(1, cpusPerRank);
@@ -199,28 +113,16 @@ Status HostEngine::setPeers(std::vector<Peer> peers, uint64_t shmKey) {
                " channel(s); decisions (algorithm/protocol channels predicted time):\n", tuner_.table(size_t{1} << 30));
   }
   BRAID_INFO(log::Subsys::kInit, local, " rank(s) on this host, ", availableCpus(), " CPU(s) available: waits ",
-             busyPoll_ ? "poll before yielding" : "yield the CPU at once");
-  for (const Peer& p : peers_) {
-    Path path = p.sameProcess ? Path::kLoopback : p.sameHost && !shmDisabled ? Path::kShm : Path::kNet;
-    anyNet |= path == Path::kNet;
-    paths_.push_back(path);
-    handles.push_back(p.netHandle);
-  }
-  if (!anyNet) return Status::ok();
-  return network_.start(std::move(handles));
+             local <= availableCpus() ? "poll before yielding" : "yield the CPU at once");
+  return links_.start(peers, std::move(handles), shmKey, shmDisabled);
 }
 
-void HostEngine::closeConnections() { fifos_->closeAll(rank_); }
+void HostEngine::closeConnections() { links_.closeAll(); }
 
 HostEngine::~HostEngine() {
   // A call the watchdog ended left its connections open for the peers' own reports; the peers
   // still waiting on them (one without the watchdog, say) stop now, naming this rank.
   if (openAfterStall_) closeConnections();
-  fifos_.reset();  // this rank's segments first (a sender's unread slots keep their names)
-  // This rank reads no more: what a sender left for it that it never attached goes too.
-  if (std::find(paths_.begin(), paths_.end(), Path::kShm) != paths_.end()) {
-    transport::ShmFifoSegment::unlinkAddressedTo(shmKey_, rank_);
-  }
 }
 
 size_t sendElems(const CollRequest& r, int nranks) { return algo::inputElems(r.coll, r.count, nranks); }
@@ -269,7 +171,7 @@ Status HostEngine::watched(exec::HostCall* host, const std::function<Status()>& 
 }
 
 Status HostEngine::finish(Status s) {
-  Status connect = fifos_->takeError();
+  Status connect = links_.takeError();
   if (!connect.isOk()) s = connect;
   // A call the watchdog ended keeps its connections: the peers stuck with it then report from
   // their own watchdogs instead of ending at once on "rank N gave up" (closed on destroy).
@@ -318,7 +220,7 @@ Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
   host.tag.kind = exec::kP2pTagKind;
   host.describeTag = describeTag;
   return finish(watched(&host, [&] {
-    return exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, *fifos_, pool_);
+    return exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, links_, pool_);
   }));
 }
 
@@ -339,7 +241,7 @@ Status HostEngine::run(const CollRequest& r) {
   host.abort = abort_;
   host.tag = collectiveTag(r, ++collectives_);
   host.describeTag = describeTag;
-  return finish(watched(&host, [&] { return exec::runHostCall(geometry_, call, host, *fifos_, pool_); }));
+  return finish(watched(&host, [&] { return exec::runHostCall(geometry_, call, host, links_, pool_); }));
 }
 
 }  // namespace braid::core

@@ -1,8 +1,6 @@
-// HostEngine: what a host-memory communicator needs to run collectives: its loopback endpoint
-// (registered so that thread-ranks of this process find it), the shared-memory FIFOs to ranks in
-// other processes of this host and the socket transport to ranks on other hosts (connections made
-// on first use), the ring and trees, the FIFO geometry, and the worker threads. One per Comm, made
-// at init.
+// HostEngine: what a host-memory communicator needs to run collectives: its connections to the
+// peers (transport/host_links.h: loopback, shared memory or the network per peer, made on first
+// use), the geometry and tuner, and the worker threads. One per Comm, made at init.
 #pragma once
 
 #include <atomic>
@@ -18,9 +16,7 @@
 #include "core/status.h"
 #include "exec/host_executor.h"
 #include "net/socket_address.h"
-#include "transport/loopback.h"
-#include "transport/net_transport.h"
-#include "transport/shm_segment.h"
+#include "transport/host_links.h"
 #include "tune/tuner.h"
 
 namespace braid::core {
@@ -86,20 +82,13 @@ class HostEngine {
   /// (the bootstrap's), any port. Called before setPeers.
   Status listen(const net::SocketAddress& interfaceAddress, transport::NetHandle* handle);
 
-  /// What each rank is, from the bootstrap's exchange at init.
-  struct Peer {
-    bool sameProcess = false;  // a thread of this process
-    bool sameHost = false;     // a process of this host (BRAID_HOSTID)
-    long pid = 0;
-    uint64_t host = 0;                 // host identity hash
-    int cpus = 1;                      // CPUs its process may run on
-    transport::NetHandle netHandle{};  // its network transport's listen handle
-  };
-  /// Chooses the transport to each peer: loopback within the process, shared memory within the
-  /// host (unless BRAID_SHM_DISABLE=1), the network otherwise; starts the network proxies if needed; makes
-  /// the tuner for this machine (bad BRAID_ALGO / BRAID_PROTO / BRAID_*_CTAS are errors here).
-  /// `shmKey` names the shared-memory segments (Comm::instanceKey: the same on every rank).
-  Status setPeers(std::vector<Peer> peers, uint64_t shmKey);
+  /// Every rank's identity and network handle, from init's one exchange: picks the transport to
+  /// each peer (transport/transport.h: loopback within the process, shared memory within the host
+  /// unless BRAID_SHM_DISABLE=1, the network otherwise), starts the network proxies if needed, and
+  /// makes the tuner for this machine (bad BRAID_ALGO / BRAID_PROTO / BRAID_*_CTAS are errors
+  /// here). `shmKey` names the shared-memory segments (Comm::instanceKey: the same on every rank).
+  Status setPeers(const std::vector<transport::PeerIdentity>& peers, std::vector<transport::NetHandle> handles,
+                  uint64_t shmKey);
 
   /// Closes every connection this rank has made: peers waiting on them stop with an error naming
   /// this rank (after a failed call, and on abort).
@@ -126,27 +115,18 @@ class HostEngine {
   static int availableCpus();
 
  private:
-  class Fifos;
-  enum class Path { kLoopback, kShm, kNet };
   Status finish(Status s);
 
   const uint64_t commKey_;
-  uint64_t shmKey_ = 0;  // setPeers
   const int rank_;
   const int nranks_;
   const CommConfig config_;
   const std::atomic<bool>* abort_;
   const int steps_;
   const size_t chunkBytes_;
-  std::shared_ptr<transport::LoopbackEndpoint> endpoint_;
-  transport::LoopbackRegistration registration_;
   tune::Tuner tuner_;
   algo::Geometry geometry_;
-  std::vector<Peer> peers_;
-  std::vector<Path> paths_;
-  bool busyPoll_ = false;  // every rank of this host has a CPU: waits poll before yielding
-  transport::NetTransport network_;
-  std::unique_ptr<Fifos> fifos_;
+  transport::HostLinks links_;
   exec::WorkerPool pool_;
   Status watched(exec::HostCall* host, const std::function<Status()>& run);
 

@@ -12,7 +12,7 @@
 // and a CUDA graph replays correctly. Everybody polls local memory and writes remote memory.
 //
 // A peer on another host is reached through two FIFOs in this host's pinned, mapped memory, with a
-// network proxy between them (exec/cuda_net.cc): the sender's kernel fills its outbox and the
+// network proxy between them (transport/net/net_device.cc): the sender's kernel fills its outbox and the
 // proxy sends each published slot; the receiver's proxy receives into its inbox and publishes, and
 // its kernel reads there. Such an end has a netStride: every protocol's slot k starts at the same
 // place (k x netStride), the sender writes each step's size (bytes of slot used) in the word

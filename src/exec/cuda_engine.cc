@@ -1,15 +1,13 @@
-// The CUDA engine's set-up half: the arena of FIFOs and counters, the peers' arenas mapped over
-// P2P, CUDA IPC or shared host memory, and the device table of connections. The launch half is
+// The CUDA engine's set-up half: the arena of FIFOs and counters, the transport that reaches each
+// peer (transport/device_links.h), and the device table of connections. The launch half is
 // cuda_launch.cc.
 #include "exec/cuda_engine.h"
 
 #include <cuda_runtime.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -22,6 +20,7 @@
 #include "core/log.h"
 #include "exec/cuda_device.h"
 #include "exec/cuda_engine_state.h"
+#include "transport/p2p/p2p_device.h"
 
 namespace braid::exec {
 namespace {
@@ -71,27 +70,23 @@ Status copyToDevice(cudaStream_t setup, void* dst, const void* src, size_t bytes
                        [&](cudaStream_t st) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st); });
 }
 
-// Maps the shared-memory segment `name` (creating it with `bytes` when `create`), registers it with
-// CUDA as mapped memory, and returns its device address.
-Status mapHostArena(const std::string& name, size_t bytes, bool create, std::vector<std::pair<void*, size_t>>* maps,
-                    char** device) {
-  int fd = shm_open(name.c_str(), create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
-  if (fd < 0) return Status(Code::kSystemError, "shm_open " + name + ": " + std::strerror(errno));
-  if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    close(fd);
-    shm_unlink(name.c_str());
-    return Status(Code::kSystemError, "ftruncate " + name + ": " + std::strerror(errno));
-  }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) return Status(Code::kSystemError, "mmap " + name + ": " + std::strerror(errno));
-  maps->push_back({p, bytes});
-  BRAID_RETURN_IF_ERROR(
-      cudaCheck("cudaHostRegister", cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable)));
-  void* d = nullptr;
-  BRAID_RETURN_IF_ERROR(cudaCheck("cudaHostGetDevicePointer", cudaHostGetDevicePointer(&d, p, 0)));
-  *device = static_cast<char*>(d);
-  return Status::ok();
+// Where a block's parts lie (every protocol's slots, after the control lines).
+transport::BlockLayout blockLayout(size_t llOff, size_t ll128Off) {
+  transport::BlockLayout l;
+  l.tail = kTailOff;
+  l.head = kHeadOff;
+  l.recvStep = kRecvStepOff;
+  l.sendStep = kSendStepOff;
+  l.simple = kSimpleOff;
+  l.ll = llOff;
+  l.ll128 = ll128Off;
+  return l;
+}
+
+// The largest slot any protocol fills: every protocol's slot k shares one place of a network FIFO.
+size_t netSlotBytes(const CudaEngineOptions& o) {
+  return std::max({o.simpleSlotBytes, o.llSlotBytes / device::kLlDataPerLine * device::kLlLineBytes,
+                   o.ll128SlotBytes / device::kLl128DataPerLine * device::kLl128LineBytes});
 }
 
 }  // namespace
@@ -144,10 +139,7 @@ CudaEngine::~CudaEngine() {
   // order, so the others are done too; after an abort they exit). Not the whole device: other ranks
   // sharing the GPU may have kernels that wait for their own abort, which comes after this one.
   if (s_->lastDone != nullptr && s_->lastStream != nullptr) cudaEventSynchronize(s_->lastDone);
-  s_->closeNet();
-  for (size_t r = 0; r < s_->peerBases.size(); ++r) {
-    if (s_->ipcOpened[r]) cudaIpcCloseMemHandle(s_->peerBases[r]);
-  }
+  s_->closeTransports();
   if (s_->lastDone != nullptr) cudaEventDestroy(s_->lastDone);
   if (s_->joined != nullptr) cudaEventDestroy(s_->joined);
   cudaFree(s_->table);
@@ -155,11 +147,7 @@ CudaEngine::~CudaEngine() {
   cudaFree(s_->hostRanks);
   cudaFree(s_->hostStart);
   if (s_->o.hostMemory) {
-    for (auto& m : s_->hostMaps) {
-      cudaHostUnregister(m.first);
-      munmap(m.first, m.second);
-    }
-    if (!s_->shmName.empty()) shm_unlink(s_->shmName.c_str());
+    if (!s_->shmName.empty()) shm_unlink(s_->shmName.c_str());  // (the mapping goes with ownArena)
   } else {
     cudaFree(s_->arena);
   }
@@ -208,7 +196,7 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
     std::snprintf(name, sizeof(name), "/braid-gpu-%016llx-%d", static_cast<unsigned long long>(options.commKey),
                   options.rank);
     s->shmName = name;
-    BRAID_RETURN_IF_ERROR(mapHostArena(name, bytes, true, &s->hostMaps, &s->arena));  // zeroed by ftruncate
+    BRAID_RETURN_IF_ERROR(s->ownArena.map(name, bytes, true, &s->arena));  // zeroed by ftruncate
   } else {
     BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc (connection buffers)", cudaMalloc(&s->arena, bytes)));
     // Zeroed before any peer can learn the address, so that no late memset erases a peer's first
@@ -224,7 +212,21 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
       cudaCheck("cudaHostGetDevicePointer",
                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->abortDevice), s->abortHost, 0)));
   BRAID_RETURN_IF_ERROR(s->openWatch());
-  if (options.spansHosts) BRAID_RETURN_IF_ERROR(s->listenNet());
+  if (options.spansHosts) {
+    transport::NetDeviceOptions no;
+    no.commKey = options.commKey;
+    no.rank = options.rank;
+    no.nranks = options.nranks;
+    no.slots = device::kSteps;
+    no.slotBytes = netSlotBytes(options);
+    no.timeoutMs = options.timeoutMs;
+    no.abortFlag = s->abortHost;
+    no.onFailure = options.onNetworkFailure;
+    auto net = std::make_unique<transport::NetDeviceTransport>(no);
+    BRAID_RETURN_IF_ERROR(net->listen(options.netAddress, s->netHandle));
+    s->net = net.get();
+    s->transports[static_cast<int>(transport::Kind::kNet)] = std::move(net);
+  }
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->lastDone, cudaEventDisableTiming)));
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->joined, cudaEventDisableTiming)));
   const int n = options.nranks;
@@ -245,13 +247,12 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   return Status::ok();
 }
 
-CudaExport CudaEngine::exported() const {
-  CudaExport e;
-  e.pid = getpid();
-  e.device = s_->o.device;
+transport::DeviceOffer CudaEngine::exported() const {
+  transport::DeviceOffer e;
   e.base = reinterpret_cast<uint64_t>(s_->arena);
+  e.bytes = std::max<size_t>(s_->layouts[s_->o.rank].bytes, 256);
   std::snprintf(e.shm, sizeof(e.shm), "%s", s_->shmName.c_str());
-  std::memcpy(e.net, s_->netHandle.data(), sizeof(e.net));
+  std::memcpy(e.net, s_->netHandle, sizeof(e.net));
   if (s_->o.hostMemory) return e;
   cudaIpcMemHandle_t h;
   if (cudaIpcGetMemHandle(&h, s_->arena) == cudaSuccess) {
@@ -262,12 +263,24 @@ CudaExport CudaEngine::exported() const {
   return e;
 }
 
-Status CudaEngine::connect(const std::vector<CudaExport>& all) {
+Status CudaEngine::State::around(cudaStream_t stream, bool begin) {
+  for (auto& t : transports) {
+    if (t != nullptr) BRAID_RETURN_IF_ERROR(t->around(stream, begin));
+  }
+  return Status::ok();
+}
+
+void CudaEngine::State::closeTransports() {
+  net = nullptr;
+  for (auto& t : transports) t.reset();  // the network's proxy stops; IPC and shared mappings close
+}
+
+Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
+                           const std::vector<transport::DeviceOffer>& offers) {
   State& s = *s_;
   DeviceScope scope(s.o.device);
   const int n = s.o.nranks, me = s.o.rank;
   s.peerBases.assign(n, nullptr);
-  s.ipcOpened.assign(n, false);
   s.peerBases[me] = s.arena;
   std::set<int> peers;
   for (int k : s.connIdsOf(0)) {
@@ -279,7 +292,7 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
   // between kernels that wait for each other, a hang.
   int sharing = 0, first = -1;
   for (int q = 0; q < n; ++q) {
-    if (all[q].pid != all[me].pid || all[q].device != all[me].device) continue;
+    if (ids[q].pid != ids[me].pid || ids[q].host != ids[me].host || ids[q].device != ids[me].device) continue;
     ++sharing;
     if (first < 0) first = q;
   }
@@ -290,86 +303,47 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
                " hardware queues: kernels that wait for each other may queue behind each other "
                "and hang (set CUDA_DEVICE_MAX_CONNECTIONS=32 before the process's first CUDA call)");
   }
+  // The selection table's transport for each peer, made when a peer first needs it.
+  transport::SelectFacts facts;
+  facts.gpu = true;
+  facts.hostMemory = s.o.hostMemory;
+  const transport::BlockLayout layout = blockLayout(s.llOff, s.ll128Off);
+  std::vector<transport::DeviceTransport*> via(n, nullptr);
   std::map<int, std::string> path;
   for (int q : peers) {
-    const CudaExport& e = all[q];
-    if (e.host != all[me].host) {
-      if (s.net == nullptr) {
-        return internalError("rank " + std::to_string(q) +
-                             " is on another host but this rank opened no network (its communicator did not know)");
-      }
-      path[q] = s.netPath();  // its FIFOs are made below, in this host's memory
-      continue;
+    const transport::Kind kind = transport::selectTransport(ids[me], ids[q], facts);
+    std::unique_ptr<transport::DeviceTransport>& t = s.transports[static_cast<int>(kind)];
+    if (t == nullptr && kind == transport::Kind::kP2p) {
+      t = std::make_unique<transport::P2pDeviceTransport>(s.o.device, ids[me].pid, n, layout);
+    } else if (t == nullptr && kind == transport::Kind::kShm) {
+      t = std::make_unique<transport::ShmDeviceTransport>(ids[me].pid, n, layout);
+    } else if (t == nullptr) {
+      return internalError(transport::describePeer(q, ids[q]) + " needs the " + transport::kindName(kind) +
+                           " transport, which this rank did not open (its communicator did not know)");
     }
-    if (s.o.hostMemory) {
-      // Host memory: the same process sees a peer's registered arena at its address; another
-      // process maps the peer's segment and registers it too.
-      if (e.pid == all[me].pid) {
-        s.peerBases[q] = reinterpret_cast<char*>(e.base);
-      } else {
-        BRAID_RETURN_IF_ERROR(mapHostArena(e.shm, s.layouts[q].bytes < 256 ? 256 : s.layouts[q].bytes, false,
-                                           &s.hostMaps, &s.peerBases[q])
-                                  .withContext("mapping rank " + std::to_string(q) + "'s host-memory FIFOs"));
-      }
-      path[q] = "SHM/mapped host memory";
-      continue;
-    }
-    if (e.pid == all[me].pid) {
-      s.peerBases[q] = reinterpret_cast<char*>(e.base);
-      if (e.device != s.o.device) {
-        int can = 0;
-        cudaDeviceCanAccessPeer(&can, s.o.device, e.device);
-        if (!can) {
-          return internalError("CUDA device " + std::to_string(s.o.device) + " cannot access device " +
-                               std::to_string(e.device) + " (rank " + std::to_string(q) +
-                               ") but the communicator did not choose host memory");
-        }
-        cudaError_t err = cudaDeviceEnablePeerAccess(e.device, 0);
-        if (err != cudaErrorPeerAccessAlreadyEnabled)
-          BRAID_RETURN_IF_ERROR(cudaCheck("cudaDeviceEnablePeerAccess", err));
-        (void)cudaGetLastError();
-        path[q] = "P2P/direct pointer";
-      } else {
-        path[q] = "same device";
-      }
-    } else {
-      cudaIpcMemHandle_t h;
-      std::memcpy(&h, e.ipc, sizeof(h));
-      void* p = nullptr;
-      BRAID_RETURN_IF_ERROR(cudaCheck(("cudaIpcOpenMemHandle of rank " + std::to_string(q) + "'s buffers").c_str(),
-                                      cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess)));
-      s.peerBases[q] = static_cast<char*>(p);
-      s.ipcOpened[q] = true;
-      path[q] = e.device == s.o.device ? "P2P/IPC (same device)" : "P2P/IPC";
-    }
+    BRAID_RETURN_IF_ERROR(t->reach(q, ids[q], offers[q], &path[q]));
+    s.peerBases[q] = t->arena(q);
+    via[q] = t.get();
   }
-  if (s.net != nullptr) BRAID_RETURN_IF_ERROR(s.startNet(all));
+  for (auto& t : s.transports) {
+    if (t != nullptr) BRAID_RETURN_IF_ERROR(t->start(offers));
+  }
   // The table: for each (channel, connId, peer), both ends as this rank sees them.
   std::vector<PeerConn> table(static_cast<size_t>(s.o.channels) * algo::kNumConnIds * n);
   for (int c = 0; c < s.o.channels; ++c) {
     for (int k : s.connIdsOf(c)) {
       for (int q : s.peers[me][k]) {
         char* mine = s.block(me, c, k, q);
+        char* theirs = s.peerBases[q] != nullptr ? s.block(q, c, k, me) : nullptr;
         PeerConn& pc = table[device::connIndex(c, k, q, n)];
-        if (all[q].host != all[me].host) {
-          pc.send.step = reinterpret_cast<uint64_t*>(mine + kSendStepOff);
-          pc.recv.step = reinterpret_cast<uint64_t*>(mine + kRecvStepOff);
-          BRAID_RETURN_IF_ERROR(s.connectNet(c, k, q, &pc));
+        pc.send.step = reinterpret_cast<uint64_t*>(mine + kSendStepOff);
+        pc.recv.step = reinterpret_cast<uint64_t*>(mine + kRecvStepOff);
+        if (q == me) {
+          transport::mappedEnds(layout, mine, mine, &pc);
           continue;
         }
-        char* theirs = s.block(q, c, k, me);
-        pc.send.simple = theirs + kSimpleOff;
-        pc.send.ll = theirs + s.llOff;
-        pc.send.ll128 = theirs + s.ll128Off;
-        pc.send.tail = reinterpret_cast<uint64_t*>(theirs + kTailOff);
-        pc.send.head = reinterpret_cast<uint64_t*>(mine + kHeadOff);
-        pc.send.step = reinterpret_cast<uint64_t*>(mine + kSendStepOff);
-        pc.recv.simple = mine + kSimpleOff;
-        pc.recv.ll = mine + s.llOff;
-        pc.recv.ll128 = mine + s.ll128Off;
-        pc.recv.tail = reinterpret_cast<uint64_t*>(mine + kTailOff);
-        pc.recv.head = reinterpret_cast<uint64_t*>(theirs + kHeadOff);
-        pc.recv.step = reinterpret_cast<uint64_t*>(mine + kRecvStepOff);
+        if (via[q] == nullptr) return internalError("rank " + std::to_string(q) + ": no transport reached it");
+        BRAID_RETURN_IF_ERROR(via[q]->ends(c, k, q, mine, theirs, &pc));
       }
     }
   }
@@ -391,7 +365,7 @@ Status CudaEngine::connect(const std::vector<CudaExport>& all) {
     for (int c = 0; c < s.o.channels; ++c) {
       char line[160];
       std::snprintf(line, sizeof(line), "Channel %02d : %d[%d] -> %d[%d] via %s", c, me, s.o.device, next,
-                    all[next].device, path[next].c_str());
+                    ids[next].device, path[next].c_str());
       BRAID_INFO(log::Subsys::kInit, line);
     }
   }

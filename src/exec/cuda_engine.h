@@ -1,12 +1,12 @@
-// The CUDA executor: one GPU rank's connections (FIFOs in GPU memory, reached over P2P or CUDA
-// IPC) and the launch of a call's kernel on the caller's stream. No CUDA type appears here, so core
-// includes it on every build; without CUDA support create() says so.
+// The CUDA executor: one GPU rank's FIFOs and the launch of a call's kernel on the caller's stream.
+// How a peer is reached is the transports' (transport/device_links.h). No CUDA type appears here,
+// so core includes it on every build; without CUDA support create() says so.
 //
 // Set-up is in two steps around the bootstrap's all-gather: create() allocates this rank's arena
-// (every FIFO it receives on, and the counters it owns) and exported() describes it; connect()
-// takes every rank's description, maps the peers' arenas and builds the device table of
-// connections. The layout of every rank's arena follows from the geometry and the channel count
-// alone, so each rank knows where its slots are in a peer's arena without asking.
+// (every FIFO it receives on, and the counters it owns) and exported() offers it to the peers;
+// connect() takes every rank's identity and offer, has the transport the selection table gives
+// each peer reach it, and builds the device table of connections. The layout of every rank's arena follows from the
+// geometry and the channel count alone, so each rank knows where its slots are in a peer's arena without asking.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,9 @@
 #include "core/status.h"
 #include "device/device_work.h"
 #include "net/socket_address.h"
+#include "transport/device_links.h"
 #include "transport/host_fifo.h"
+#include "transport/transport.h"
 
 namespace braid::exec {
 
@@ -42,7 +44,7 @@ struct CudaEngineOptions {
   bool hostMemory = false;  // FIFOs in pinned, mapped shared host memory instead of GPU memory
   uint64_t commKey = 0;     // Comm::instanceKey: names the shared-memory arena (hostMemory)
   // Some ranks are on other hosts: this rank listens on the network for `netAddress`'s interface
-  // (the bootstrap's) and reaches them through a proxy (cuda_net.cc). A connection that fails
+  // (the bootstrap's) and reaches them through a proxy (transport/net/net_device.h). A connection that fails
   // aborts this rank's kernels and is told to onNetworkFailure (on a proxy thread).
   bool spansHosts = false;
   net::SocketAddress netAddress;
@@ -70,17 +72,6 @@ struct GpuWatchSample {
   std::string detail;       // the kernel, and each waiting lane, readable
 };
 
-/// What a peer needs to reach this rank's arena.
-struct CudaExport {
-  int64_t pid = 0;
-  uint64_t host = 0;  // host identity hash
-  int32_t device = -1;
-  uint64_t base = 0;             // the arena's address in this process
-  unsigned char ipc[64] = {0};   // cudaIpcMemHandle_t
-  char shm[48] = {0};            // host-memory arena: its shared-memory name
-  unsigned char net[128] = {0};  // spansHosts: the handle of this rank's network listener
-};
-
 constexpr device::Proto kProtoSimple = device::Proto::kSimple;
 constexpr device::Proto kProtoLL = device::Proto::kLL;
 constexpr device::Proto kProtoLL128 = device::Proto::kLL128;
@@ -104,10 +95,13 @@ class CudaEngine {
   CudaEngine(const CudaEngine&) = delete;
   CudaEngine& operator=(const CudaEngine&) = delete;
 
-  CudaExport exported() const;
-  /// Maps every neighbour's arena (peer pointers in this process, CUDA IPC in another process of
-  /// this host) and uploads the connection table. Logs each ring connection's path at INFO.
-  Status connect(const std::vector<CudaExport>& all);
+  /// What the peers need to reach this rank (each transport's part).
+  transport::DeviceOffer exported() const;
+  /// Reaches every neighbour through the transport the selection table gives it (peer pointers or
+  /// CUDA IPC, mapped host memory, the network) and uploads the connection table. Logs each ring
+  /// connection's path at INFO.
+  Status connect(const std::vector<transport::PeerIdentity>& identities,
+                 const std::vector<transport::DeviceOffer>& offers);
 
   /// After every rank connected (a bootstrap barrier): removes the host-memory arena's name.
   void connected();

@@ -13,8 +13,10 @@ Status CudaEngine::create(const CudaEngineOptions&, std::unique_ptr<CudaEngine>*
   return invalidUsage("this braid was built without CUDA support");
 }
 
-CudaExport CudaEngine::exported() const { return CudaExport{}; }
-Status CudaEngine::connect(const std::vector<CudaExport>&) { return invalidUsage("no CUDA support"); }
+transport::DeviceOffer CudaEngine::exported() const { return transport::DeviceOffer{}; }
+Status CudaEngine::connect(const std::vector<transport::PeerIdentity>&, const std::vector<transport::DeviceOffer>&) {
+  return invalidUsage("no CUDA support");
+}
 Status CudaEngine::runBatch(const CudaCall*, size_t) { return invalidUsage("no CUDA support"); }
 Status CudaEngine::runP2p(std::vector<algo::P2pOp>, std::vector<algo::P2pOp>, const void*, void*, void*,
                           const CallNote&) {

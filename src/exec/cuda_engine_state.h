@@ -17,15 +17,15 @@
 #include <vector>
 
 #include "exec/cuda_engine.h"
-#include "transport/net_transport.h"
+#include "transport/cuda_check.h"
+#include "transport/device_links.h"
+#include "transport/net/net_device.h"
+#include "transport/shm/shm_device.h"
+#include "transport/transport.h"
 
 namespace braid::exec {
 
-inline Status cudaCheck(const char* what, cudaError_t err) {
-  if (err == cudaSuccess) return Status::ok();
-  (void)cudaGetLastError();
-  return Status(Code::kCudaError, std::string(what) + ": " + cudaGetErrorString(err));
-}
+using transport::cudaCheck;
 
 // Makes `device` current for the scope and restores the caller's device after.
 class DeviceScope {
@@ -62,13 +62,12 @@ struct CudaEngine::State {
   std::vector<ArenaLayout> layouts;                  // per rank
   char* arena = nullptr;                             // device address (of host memory, with hostMemory)
   std::string shmName;                               // hostMemory: this rank's segment, until connected() unlinks it
-  std::vector<std::pair<void*, size_t>> hostMaps;    // hostMemory: every mapping (own and peers'), registered
+  transport::SharedArenas ownArena;                  // hostMemory: this rank's segment, mapped and registered
   std::vector<char*> peerBases;                      // per rank: its arena mapped here (null if not a neighbour)
-  std::vector<bool> ipcOpened;
-  device::PeerConn* table = nullptr;  // device
-  int* ringOrder = nullptr;           // device
-  int* hostRanks = nullptr;           // device: the geometry's levels (WorkArgs::hosts)
-  int* hostStart = nullptr;           // device
+  device::PeerConn* table = nullptr;                 // device
+  int* ringOrder = nullptr;                          // device
+  int* hostRanks = nullptr;                          // device: the geometry's levels (WorkArgs::hosts)
+  int* hostStart = nullptr;                          // device
   device::OneShotArgs oneShot;
   int* abortHost = nullptr;  // mapped host memory
   int* abortDevice = nullptr;
@@ -77,10 +76,11 @@ struct CudaEngine::State {
   void* lastStream = nullptr;
   cudaStream_t setup = nullptr;  // set-up copies and fills (cuda_engine.cc: onSetupStream)
   std::mutex mu;                 // one launch at a time
-  // Peers on other hosts (cuda_net.cc): the network transport and its FIFOs' pinned host memory.
-  std::unique_ptr<transport::NetTransport> net;
-  transport::NetHandle netHandle{};
-  std::vector<void*> netBlocks;
+  // The transports that reach the peers (transport/device_links.h), by the selection table's kind;
+  // the network's is made at create (it listens before the offers are exchanged).
+  std::unique_ptr<transport::DeviceTransport> transports[transport::kNumKinds];
+  transport::NetDeviceTransport* net = nullptr;
+  unsigned char netHandle[128] = {0};
   // BRAID_TIMEOUT (cuda_watch.cc): the kernels' record, and what each recent launch ran.
   device::KernelWatch* watchHost = nullptr;  // mapped host memory
   device::KernelWatch* watchDevice = nullptr;
@@ -102,20 +102,11 @@ struct CudaEngine::State {
   // Block (channel c, connection id k, peer) of `owner`'s arena, as mapped here.
   char* block(int owner, int c, int k, int peer) const;
 
-  // cuda_net.cc. Listens on the network (create, when the communicator spans hosts).
-  Status listenNet();
-  // Starts the proxy with every rank's handle (connect).
-  Status startNet(const std::vector<CudaExport>& all);
-  // Both ends of (channel c, connection id k) with `peer` through an outbox and an inbox of this
-  // host's memory, moved by the proxy; `pc`'s step counters are already set.
-  Status connectNet(int c, int k, int peer, device::PeerConn* pc);
-  // Around each kernel on `stream`, in stream order (also when captured): the proxy polls the
-  // FIFOs while one may run.
-  Status netAround(cudaStream_t stream, bool begin);
-  // Stops the proxy (after the last kernel) and frees the FIFOs' memory.
-  void closeNet();
-  // What the log and the errors call this rank's network ("NET/BraidSocket/0").
-  std::string netPath() const;
+  // Stream-ordered work of the transports around each kernel on `stream` (the network's proxy
+  // polls while one may run).
+  Status around(cudaStream_t stream, bool begin);
+  // The transports, after the last kernel: the network's proxy stops, mappings close.
+  void closeTransports();
 
   // cuda_watch.cc. Allocates the kernels' record (create, with o.watch); frees it (destructor).
   Status openWatch();

@@ -109,9 +109,9 @@ Status CudaEngine::launch(void* stream, const char* range, const std::function<i
     BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent", cudaStreamWaitEvent(cs, s.lastDone, 0)));
   }
   nvtxRangePushA(range);
-  Status around = s.netAround(cs, true);  // (a failed launch still gets its end: the proxy may sleep again)
+  Status around = s.around(cs, true);  // (a failed launch still gets its end: the proxy may sleep again)
   int err = around.isOk() ? launchFn() : 0;
-  if (around.isOk()) around = s.netAround(cs, false);
+  if (around.isOk()) around = s.around(cs, false);
   nvtxRangePop();
   BRAID_RETURN_IF_ERROR(around);
   BRAID_RETURN_IF_ERROR(cudaCheck(range, static_cast<cudaError_t>(err)));

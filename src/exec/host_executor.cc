@@ -38,7 +38,7 @@ Status outcome(const CallFailure& failure, const HostCall& host, const char* wha
 }  // namespace
 
 Status runHostCall(const algo::Geometry& geometry, const algo::CallShape& call, const HostCall& hostIn,
-                   FifoResolver& fifos, WorkerPool& pool) {
+                   transport::FifoResolver& fifos, WorkerPool& pool) {
   CallFailure failure;
   HostCall host = hostIn;
   host.failure = &failure;
@@ -61,7 +61,7 @@ Status runHostCall(const algo::Geometry& geometry, const algo::CallShape& call, 
 }
 
 Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, int nChannels, size_t chunkBytes,
-                  const HostCall& hostIn, FifoResolver& fifos, WorkerPool& pool) {
+                  const HostCall& hostIn, transport::FifoResolver& fifos, WorkerPool& pool) {
   CallFailure failure;
   HostCall host = hostIn;
   host.failure = &failure;

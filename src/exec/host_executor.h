@@ -13,12 +13,12 @@
 namespace braid::exec {
 
 Status runHostCall(const algo::Geometry& geometry, const algo::CallShape& call, const HostCall& host,
-                   FifoResolver& fifos, WorkerPool& pool);
+                   transport::FifoResolver& fifos, WorkerPool& pool);
 
 /// Runs a group's point-to-point messages of this rank: offsets and counts in bytes from
 /// host.input (sends) and host.output (receives), host.elemSize 1. Each channel runs a send lane and
 /// a receive lane with the messages in ring-distance order (algo/p2p.h).
 Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs, int nChannels, size_t chunkBytes,
-                  const HostCall& host, FifoResolver& fifos, WorkerPool& pool);
+                  const HostCall& host, transport::FifoResolver& fifos, WorkerPool& pool);
 
 }  // namespace braid::exec

@@ -14,15 +14,9 @@
 #include "algo/prims.h"
 #include "braid/braid.h"
 #include "transport/host_fifo.h"
+#include "transport/host_transport.h"
 
 namespace braid::exec {
-
-/// Finds the FIFO of a directed connection (src -> dst) of a channel.
-class FifoResolver {
- public:
-  virtual ~FifoResolver() = default;
-  virtual transport::HostFifo* fifo(int channel, int connId, int src, int dst) = 0;
-};
 
 /// Why a call stopped, filled by the lane that gave up first.
 struct CallFailure {
@@ -124,14 +118,15 @@ class HostPrims {
 /// The Backend an algorithm runs on for one (rank, channel) of a call.
 class HostBackend {
  public:
-  HostBackend(const HostCall& call, FifoResolver& fifos, int channel) : call_(call), fifos_(fifos), channel_(channel) {}
+  HostBackend(const HostCall& call, transport::FifoResolver& fifos, int channel)
+      : call_(call), fifos_(fifos), channel_(channel) {}
 
   HostPrims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId);
   HostPrims open(const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend, int connId);
 
  private:
   const HostCall& call_;
-  FifoResolver& fifos_;
+  transport::FifoResolver& fifos_;
   int channel_;
 };
 

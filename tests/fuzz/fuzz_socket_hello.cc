@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "transport/net_transport.h"
+#include "transport/net/net_transport.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < sizeof(braid::transport::NetHello)) return 0;

@@ -236,9 +236,8 @@ struct EngineForDecisions {
     braid::core::CommConfig config;
     config.algorithm = allowed;
     engine = std::make_unique<braid::core::HostEngine>(0x5eed, 0, 4, config, &abort);
-    std::vector<braid::core::HostEngine::Peer> peers(4);
-    for (auto& p : peers) p.sameProcess = p.sameHost = true;
-    status = engine->setPeers(peers, 0x5eed);
+    std::vector<braid::transport::PeerIdentity> peers(4);  // threads of one process: host 0, pid 0
+    status = engine->setPeers(peers, std::vector<braid::transport::NetHandle>(4), 0x5eed);
   }
   braid::algo::Algo pick(braid::algo::Coll coll, size_t bytes) const {
     braid::core::CollRequest r;

@@ -12,7 +12,7 @@ set(allowed_net "net")
 set(allowed_topology "topology")
 set(allowed_tune "tune;topology;algo")
 set(allowed_algo "algo")
-set(allowed_transport "transport;net")
+set(allowed_transport "transport;net;device;algo")
 set(allowed_device "device;algo")
 set(pure "algo;tune;topology;bootstrap;net")
 

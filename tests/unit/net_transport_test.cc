@@ -1,7 +1,7 @@
 // The network transport on its own: two ranks' transports in one process over the built-in socket
 // network, slots of every size moved through connections of 1 to 8 lanes and checked byte for byte;
 // piece boundaries; connections with wrong hellos; a peer that goes away.
-#include "transport/net_transport.h"
+#include "transport/net/net_transport.h"
 
 #include <gtest/gtest.h>
 
@@ -56,8 +56,8 @@ struct Pair {
 void moveSlots(Pair& pair, const std::vector<size_t>& sizes, int channel) {
   HostFifo* out = nullptr;
   HostFifo* in = nullptr;
-  ASSERT_TRUE(pair.rank[1]->connection(channel, 0, 0, 1, &in).isOk());
-  ASSERT_TRUE(pair.rank[0]->connection(channel, 0, 0, 1, &out).isOk());
+  ASSERT_TRUE(pair.rank[1]->fifo(channel, 0, 0, 1, &in).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(channel, 0, 0, 1, &out).isOk());
   StopFlags stop{&pair.abort, nullptr};
   auto byte = [](size_t slot, size_t i) { return static_cast<char>((slot * 131 + i * 7) & 0xff); };
   std::thread sender([&] {
@@ -182,8 +182,8 @@ TEST(NetTransport, WrongHellosAreDroppedAndRealPeersStillConnect) {
 
   HostFifo* in = nullptr;
   HostFifo* out = nullptr;
-  ASSERT_TRUE(r1.connection(0, 0, 0, 1, &in).isOk());
-  ASSERT_TRUE(r0.connection(0, 0, 0, 1, &out).isOk());
+  ASSERT_TRUE(r1.fifo(0, 0, 0, 1, &in).isOk());
+  ASSERT_TRUE(r0.fifo(0, 0, 0, 1, &out).isOk());
   StopFlags stop{&abort, nullptr};
   char* slot = out->waitWritable(stop);
   ASSERT_NE(slot, nullptr);
@@ -214,8 +214,8 @@ TEST(NetTransport, PeerGoneClosesTheFifoInItsName) {
   Pair pair(1, 2, 4, 256);
   HostFifo* in = nullptr;
   HostFifo* out = nullptr;
-  ASSERT_TRUE(pair.rank[1]->connection(0, 0, 0, 1, &in).isOk());
-  ASSERT_TRUE(pair.rank[0]->connection(0, 0, 0, 1, &out).isOk());
+  ASSERT_TRUE(pair.rank[1]->fifo(0, 0, 0, 1, &in).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(0, 0, 0, 1, &out).isOk());
   StopFlags stop{&pair.abort, nullptr};
   publishSlot(out, 256, 1, stop);
   pair.rank[0].reset();  // flushes the slot, then closes its lanes
@@ -256,10 +256,10 @@ TEST(NetTransport, APeerThatSentItsLastSlotsAndLeftDoesNotEndTheWaitForThem) {
   constexpr int kSlots = 4;
   Pair pair(1, 2, kSlots, 256);
   HostFifo *out0 = nullptr, *in1 = nullptr, *out1 = nullptr, *in0 = nullptr;
-  ASSERT_TRUE(pair.rank[1]->connection(0, 0, 0, 1, &in1).isOk());
-  ASSERT_TRUE(pair.rank[0]->connection(0, 1, 1, 0, &in0).isOk());
-  ASSERT_TRUE(pair.rank[0]->connection(0, 0, 0, 1, &out0).isOk());
-  ASSERT_TRUE(pair.rank[1]->connection(0, 1, 1, 0, &out1).isOk());
+  ASSERT_TRUE(pair.rank[1]->fifo(0, 0, 0, 1, &in1).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(0, 1, 1, 0, &in0).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(0, 0, 0, 1, &out0).isOk());
+  ASSERT_TRUE(pair.rank[1]->fifo(0, 1, 1, 0, &out1).isOk());
   StopFlags plain{&pair.abort, nullptr};
   publishSlot(out0, 256, 7, plain);
   size_t bytes = 0;
@@ -293,9 +293,9 @@ TEST(NetTransport, APeerThatSentItsLastSlotsAndLeftDoesNotEndTheWaitForThem) {
 TEST(NetTransport, AConnectionAPeerNeverMadeFailsOnceItIsGone) {
   Pair pair(1, 2, 4, 256);
   HostFifo *out0 = nullptr, *in1 = nullptr, *never = nullptr;
-  ASSERT_TRUE(pair.rank[1]->connection(0, 0, 0, 1, &in1).isOk());
-  ASSERT_TRUE(pair.rank[0]->connection(0, 0, 0, 1, &out0).isOk());
-  ASSERT_TRUE(pair.rank[0]->connection(2, 3, 1, 0, &never).isOk());
+  ASSERT_TRUE(pair.rank[1]->fifo(0, 0, 0, 1, &in1).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(0, 0, 0, 1, &out0).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(2, 3, 1, 0, &never).isOk());
   StopFlags plain{&pair.abort, nullptr};
   publishSlot(out0, 16, 1, plain);
   size_t bytes = 0;
@@ -310,11 +310,11 @@ TEST(NetTransport, AConnectionAPeerNeverMadeFailsOnceItIsGone) {
       << never->closeReason();
 
   HostFifo* later = nullptr;
-  ASSERT_TRUE(pair.rank[0]->connection(1, 0, 1, 0, &later).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(1, 0, 1, 0, &later).isOk());
   EXPECT_EQ(later->closedBy(), 1) << "a connection asked for after the peer left, never made by it";
 }
 
-// Connections over FIFOs that a GPU kernel shares (HostFifo::forDevice, exec/cuda_net.cc), with
+// Connections over FIFOs that a GPU kernel shares (HostFifo::forDevice, transport/net/net_device.cc), with
 // the kernel played by two threads that touch only what a kernel touches: the counters, the slots
 // and the size words at the offsets of HostFifo::deviceLayout. The receiver attaches late, so the
 // sender's lanes arrive before their connection and must wait for it.

@@ -2,7 +2,7 @@
 // segment, the second side unlinks its name, a geometry mismatch is a clear error, a segment whose
 // peer never came is unlinked by its destructor unless it holds a sender's unread slots for a
 // receiver that lives, and a receiver removes what was left for it.
-#include "transport/shm_segment.h"
+#include "transport/shm/shm_segment.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -11,9 +11,11 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "core/status.h"
 #include "transport/host_fifo.h"
+#include "transport/host_transport.h"
 
 namespace braid::transport {
 
@@ -47,5 +49,20 @@ class LoopbackRegistration {
 
 /// The endpoint of `rank` of `commKey` in this process, or null.
 std::shared_ptr<LoopbackEndpoint> findLoopbackEndpoint(uint64_t commKey, int rank);
+
+/// The loopback transport of one rank: its endpoint, registered for as long as it lives, and the
+/// peer threads' endpoints it found (kept alive while their FIFOs are in use).
+class LoopbackLinks : public HostTransport {
+ public:
+  LoopbackLinks(uint64_t commKey, int rank, int slots, size_t slotBytes);
+  Status fifo(int channel, int connId, int src, int dst, HostFifo** out) override;
+
+ private:
+  const uint64_t commKey_;
+  std::shared_ptr<LoopbackEndpoint> endpoint_;
+  LoopbackRegistration registration_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<LoopbackEndpoint>> found_;
+};
 
 }  // namespace braid::transport

@@ -1,4 +1,6 @@
-#include "transport/loopback.h"
+#include "transport/loopback/loopback.h"
+
+#include <string>
 
 namespace braid::transport {
 namespace {
@@ -40,6 +42,24 @@ std::shared_ptr<LoopbackEndpoint> findLoopbackEndpoint(uint64_t commKey, int ran
   std::lock_guard<std::mutex> lock(t.mu);
   auto it = t.endpoints.find({commKey, rank});
   return it == t.endpoints.end() ? nullptr : it->second;
+}
+
+LoopbackLinks::LoopbackLinks(uint64_t commKey, int rank, int slots, size_t slotBytes)
+    : commKey_(commKey),
+      endpoint_(std::make_shared<LoopbackEndpoint>(slots, slotBytes)),
+      registration_(commKey, rank, endpoint_) {}
+
+Status LoopbackLinks::fifo(int channel, int connId, int src, int dst, HostFifo** out) {
+  std::shared_ptr<LoopbackEndpoint> endpoint = findLoopbackEndpoint(commKey_, dst);
+  if (endpoint == nullptr) {
+    return Status(Code::kInternalError, "rank " + std::to_string(dst) +
+                                            ", a thread of this process, has no loopback endpoint "
+                                            "(its communicator is destroyed)");
+  }
+  *out = endpoint->incoming(channel, connId, src);
+  std::lock_guard<std::mutex> lock(mu_);
+  found_.push_back(std::move(endpoint));
+  return Status::ok();
 }
 
 }  // namespace braid::transport

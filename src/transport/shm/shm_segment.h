@@ -22,10 +22,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "transport/host_fifo.h"
+#include "transport/host_transport.h"
 
 namespace braid::transport {
 
@@ -66,6 +69,26 @@ class ShmFifoSegment {
   bool sender_ = false;
   long peerPid_ = 0;
   std::unique_ptr<HostFifo> fifo_;
+};
+
+/// The shared-memory transport of one host-memory rank: a segment per connection with a process of
+/// this host, made when a call first opens it. On destruction its segments go, then every name
+/// addressed to this rank that no call opened (it reads no more).
+class ShmLinks : public HostTransport {
+ public:
+  /// `options` gives every connection's geometry and stop flags; `pids[r]` is rank r's process.
+  ShmLinks(uint64_t shmKey, int rank, const ShmFifoOptions& options, std::vector<long> pids)
+      : shmKey_(shmKey), rank_(rank), options_(options), pids_(std::move(pids)) {}
+  ~ShmLinks() override;
+  Status fifo(int channel, int connId, int src, int dst, HostFifo** out) override;
+
+ private:
+  const uint64_t shmKey_;
+  const int rank_;
+  const ShmFifoOptions options_;
+  const std::vector<long> pids_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<ShmFifoSegment>> segments_;
 };
 
 }  // namespace braid::transport

@@ -1,4 +1,4 @@
-#include "transport/net_transport.h"
+#include "transport/net/net_transport.h"
 
 #include <algorithm>
 #include <chrono>
@@ -294,7 +294,7 @@ Status NetTransport::connectLane(int dst, const NetHello& hello, const braid::ne
   return st;
 }
 
-Status NetTransport::connection(int channel, int connId, int src, int dst, HostFifo** out) {
+Status NetTransport::fifo(int channel, int connId, int src, int dst, HostFifo** out) {
   Key key{channel, connId, src, dst};
   if (src != rank_) {
     std::shared_ptr<NetConnection> c = findOrMake(key, false, 0);

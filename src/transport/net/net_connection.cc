@@ -1,4 +1,4 @@
-#include "transport/net_connection.h"
+#include "transport/net/net_connection.h"
 
 #include <algorithm>
 

@@ -32,8 +32,9 @@
 #include "core/status.h"
 #include "net/socket.h"
 #include "transport/host_fifo.h"
+#include "transport/host_transport.h"
+#include "transport/net/net_connection.h"
 #include "transport/net/network.h"
-#include "transport/net_connection.h"
 #include "transport/waker.h"
 
 namespace braid::transport {
@@ -72,7 +73,7 @@ struct NetHello {
 /// What is wrong with a hello that arrived at rank `rank` of communicator `commKey` ("" if nothing).
 std::string checkNetHello(const NetHello& hello, uint64_t commKey, int rank, int nranks);
 
-class NetTransport : public FifoObserver {
+class NetTransport : public FifoObserver, public HostTransport {
  public:
   NetTransport(uint64_t commKey, int rank, int nranks, NetOptions options, const std::atomic<bool>* abort);
   /// Sends what is still queued (bounded by the timeout), stops the threads, closes every lane.
@@ -88,7 +89,7 @@ class NetTransport : public FifoObserver {
 
   /// The FIFO of connection (channel, connId) from `src` to `dst` (one of them this rank), made on
   /// first use: the sender connects its lanes, the receiver's arrive through the acceptor.
-  Status connection(int channel, int connId, int src, int dst, HostFifo** out);
+  Status fifo(int channel, int connId, int src, int dst, HostFifo** out) override;
 
   /// Connection (channel, connId) from `src` to `dst` (one of them this rank) over `fifo`, a FIFO
   /// whose other side is a GPU kernel (HostFifo::forDevice), made now: the sender connects its

@@ -1,4 +1,4 @@
-#include "transport/shm_segment.h"
+#include "transport/shm/shm_segment.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -131,6 +131,25 @@ ShmFifoSegment::~ShmFifoSegment() {
   fifo_.reset();
   if (base_ != nullptr) munmap(base_, bytes_);
   if (unlink) shm_unlink(name_.c_str());
+}
+
+ShmLinks::~ShmLinks() {
+  segments_.clear();
+  ShmFifoSegment::unlinkAddressedTo(shmKey_, rank_);
+}
+
+Status ShmLinks::fifo(int channel, int connId, int src, int dst, HostFifo** out) {
+  ShmFifoOptions o = options_;
+  o.sender = src == rank_;
+  o.peerRank = o.sender ? dst : src;
+  o.peerPid = pids_[o.peerRank];
+  std::unique_ptr<ShmFifoSegment> segment;
+  BRAID_RETURN_IF_ERROR(
+      ShmFifoSegment::attach(ShmFifoSegment::nameFor(shmKey_, src, dst, channel, connId), o, &segment));
+  *out = &segment->fifo();
+  std::lock_guard<std::mutex> lock(mu_);
+  segments_.push_back(std::move(segment));
+  return Status::ok();
 }
 
 }  // namespace braid::transport

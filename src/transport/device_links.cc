@@ -1,0 +1,18 @@
+#include "transport/device_links.h"
+
+namespace braid::transport {
+
+void mappedEnds(const BlockLayout& l, char* mine, char* theirs, device::PeerConn* pc) {
+  pc->send.simple = theirs + l.simple;
+  pc->send.ll = theirs + l.ll;
+  pc->send.ll128 = theirs + l.ll128;
+  pc->send.tail = reinterpret_cast<uint64_t*>(theirs + l.tail);
+  pc->send.head = reinterpret_cast<uint64_t*>(mine + l.head);
+  pc->recv.simple = mine + l.simple;
+  pc->recv.ll = mine + l.ll;
+  pc->recv.ll128 = mine + l.ll128;
+  pc->recv.tail = reinterpret_cast<uint64_t*>(mine + l.tail);
+  pc->recv.head = reinterpret_cast<uint64_t*>(theirs + l.head);
+}
+
+}  // namespace braid::transport

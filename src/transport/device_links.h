@@ -1,0 +1,71 @@
+// What a GPU rank's transports hand back: the device ends of each connection (device_work.h's
+// PeerConn: the FIFO a kernel receives on, the peer's FIFO it writes, the head and tail counters,
+// and for a network peer the slot stride of its host-staged FIFO), plus, for the network, progress
+// work for its proxy around each kernel.
+//
+// The CUDA engine (exec/cuda_engine.cc) lays out each rank's arena of FIFO blocks and asks the
+// selection table (transport.h) which transport reaches each peer; it does not know how:
+//   p2p/  the peer's arena in GPU memory, by pointer (same process) or CUDA IPC;
+//   shm/  arenas in shared host memory, mapped into each GPU's address space;
+//   net/  FIFOs of this rank's own in pinned host memory, moved by the network proxy.
+// Built with CUDA only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "device/device_work.h"
+#include "transport/transport.h"
+
+namespace braid::transport {
+
+/// What a GPU rank offers its peers, in init's one exchange of connection handles (the identities
+/// came before): each transport reads its own part.
+struct DeviceOffer {
+  uint64_t base = 0;             // the arena's address in the offering process (p2p, shm)
+  uint64_t bytes = 0;            // the arena's size
+  unsigned char ipc[64] = {0};   // p2p: cudaIpcMemHandle_t of the arena (GPU memory)
+  char shm[48] = {0};            // shm: the arena's shared-memory name (host memory)
+  unsigned char net[128] = {0};  // net: the handle of the rank's network listener
+};
+
+/// Where a FIFO block's parts lie, from its start (the engine's layout; the same on every rank).
+struct BlockLayout {
+  size_t tail = 0;      // the receiver's tail: senders publish here
+  size_t head = 0;      // the sender's head: receivers report consumption here
+  size_t recvStep = 0;  // slots received, sent (the watchdog reads them)
+  size_t sendStep = 0;
+  size_t simple = 0;  // the slots of each protocol
+  size_t ll = 0;
+  size_t ll128 = 0;
+};
+
+/// One transport's GPU connections, with the peers the selection table gave it.
+class DeviceTransport {
+ public:
+  virtual ~DeviceTransport() = default;
+  /// Reaches `peer` (before any of its ends): maps its arena, or prepares what carries its bytes.
+  /// `path` names the way for the log ("P2P/IPC", "SHM/mapped host memory", "NET/Socket").
+  virtual Status reach(int peer, const PeerIdentity& identity, const DeviceOffer& offer, std::string* path) = 0;
+  /// The peer's arena as this rank's kernels address it; null where the transport keeps FIFOs of
+  /// its own (the network).
+  virtual char* arena(int peer) const = 0;
+  /// After every peer is reached, with every rank's offer (the network starts its proxy).
+  virtual Status start(const std::vector<DeviceOffer>& offers) { return Status::ok(); }
+  /// The ends of connection (channel, connId) with `peer`: `mine` is this rank's block for it,
+  /// `theirs` the peer's block for this rank (null where arena(peer) is). `pc`'s step counters are
+  /// set already.
+  virtual Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) = 0;
+  /// Stream-ordered work around each kernel on `stream` (a cudaStream_t), captured into graphs
+  /// with it: the network's proxy polls while kernels run.
+  virtual Status around(void* stream, bool begin) { return Status::ok(); }
+};
+
+/// Both ends of a connection whose blocks are mapped here (p2p, shm): the sender writes the
+/// receiver's slots and tail, the receiver the sender's head.
+void mappedEnds(const BlockLayout& layout, char* mine, char* theirs, device::PeerConn* pc);
+
+}  // namespace braid::transport

@@ -1,0 +1,61 @@
+// The network transport for GPUs: a connection to a GPU rank on another host is two FIFOs of this
+// rank's own in pinned, mapped host memory, moved by the network transport's proxy threads.
+//
+//   sender's GPU --PCIe stores--> outbox (pinned, mapped)       inbox (pinned, mapped) --PCIe loads--> receiver's GPU
+//                                    |  proxy: isend of each       ^  proxy: irecv into each free
+//                                    +--  published slot ----------+  slot, then publish
+//
+// Both are HostFifo blocks (HostFifo::forDevice), so the network transport's lanes move them exactly
+// as they move host-memory FIFOs: lane 0 sends a slot's size word with its data, the receiver
+// checks it. The kernel cannot wake a proxy: a host function in stream order before each kernel
+// makes the proxy poll without sleeping, one after it lets it sleep again (both are captured into
+// CUDA graphs with the kernel). A connection that fails sets the abort flag, so no kernel waits for
+// data that will never come, and the communicator reports the network's words.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/socket_address.h"
+#include "transport/device_links.h"
+#include "transport/net/net_transport.h"
+
+namespace braid::transport {
+
+struct NetDeviceOptions {
+  uint64_t commKey = 0;
+  int rank = 0;
+  int nranks = 1;
+  int slots = 8;             // FIFO slots per connection (the kernels' steps)
+  size_t slotBytes = 0;      // the largest slot any protocol fills, header included
+  int64_t timeoutMs = 0;     // connecting
+  int* abortFlag = nullptr;  // mapped host memory: set when a connection fails, so kernels stop
+  std::function<void(const std::string& why)> onFailure;  // the first failure, in words
+};
+
+class NetDeviceTransport : public DeviceTransport {
+ public:
+  explicit NetDeviceTransport(const NetDeviceOptions& options);
+  /// Sends what is queued, stops the proxy, closes the connections, frees the FIFOs (after the
+  /// communicator's last kernel).
+  ~NetDeviceTransport() override;
+
+  /// Listens on the network (before the offers are exchanged): `handle` goes in this rank's offer.
+  Status listen(const net::SocketAddress& interfaceAddress, unsigned char handle[128]);
+
+  Status reach(int peer, const PeerIdentity& identity, const DeviceOffer& offer, std::string* path) override;
+  char* arena(int) const override { return nullptr; }
+  Status start(const std::vector<DeviceOffer>& offers) override;
+  Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
+  Status around(void* stream, bool begin) override;
+
+ private:
+  const NetDeviceOptions o_;
+  std::unique_ptr<NetTransport> net_;
+  std::vector<void*> blocks_;  // the FIFOs' pinned host memory
+};
+
+}  // namespace braid::transport

@@ -1,0 +1,31 @@
+// The P2P transport: GPUs of one host reach each other's arena in GPU memory directly, by pointer
+// within a process (peer access enabled between two devices) or by CUDA IPC across processes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "transport/device_links.h"
+
+namespace braid::transport {
+
+class P2pDeviceTransport : public DeviceTransport {
+ public:
+  /// This rank's `device`, process `pid` of a communicator of `nranks`; blocks laid out as `layout`.
+  P2pDeviceTransport(int device, int64_t pid, int nranks, const BlockLayout& layout);
+  /// Closes the IPC mappings it opened (after the communicator's last kernel).
+  ~P2pDeviceTransport() override;
+
+  Status reach(int peer, const PeerIdentity& identity, const DeviceOffer& offer, std::string* path) override;
+  char* arena(int peer) const override { return arenas_[peer]; }
+  Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
+
+ private:
+  const int device_;
+  const int64_t pid_;
+  const BlockLayout layout_;
+  std::vector<char*> arenas_;
+  std::vector<bool> opened_;  // by CUDA IPC
+};
+
+}  // namespace braid::transport
