@@ -9,7 +9,8 @@
 # their own buffers (gpu_world.h). With --hosts: the copies are the pretended hosts of one job,
 # copy i with BRAID_HOSTID=braid-gpu-test-host-i and BRAID_TEST_HOSTS=i:COPIES:DIR, so that each
 # world's ranks are split between them and reach each other over the network (gpu_world.h).
-# The copies' logs are kept (and their folder named) when one fails, or with KEEP_LOGS set.
+# With EXPECT_LOG set, each copy that ran a case must have logged a line matching that regex. The
+# copies' logs are kept (and their folder named) when one fails, or with KEEP_LOGS set.
 set -u
 hosts=0
 if [ "${1:-}" = "--hosts" ]; then
@@ -37,6 +38,10 @@ for pid in $pids; do
   log="$dir/copy-$i.log"
   echo "=== copy $i: $(grep -E '^\[  (PASSED|FAILED)  \]' "$log" | tr '\n' ' ')"
   grep -E 'Failure|is .*, expected|FAILED|WARN' "$log" | head -20
+  if [ -n "${EXPECT_LOG:-}" ] && grep -q '^\[       OK \]' "$log" && ! grep -qE "$EXPECT_LOG" "$log"; then
+    echo "copy $i's log has no line matching '$EXPECT_LOG'"
+    status=1
+  fi
   i=$((i + 1))
 done
 if [ "$status" -eq 0 ] && ! grep -q '^\[       OK \]' "$dir"/copy-*.log; then
