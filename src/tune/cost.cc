@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "algo/tree_builder.h"
@@ -165,16 +168,47 @@ std::vector<algo::PositionTree> treesOf(algo::Algo a, int n, int perHost, double
   return trees;
 }
 
+// What the costs need of the trees `a` runs on n positions in hosts of perHost: the deepest tree
+// and the most any host sends over tree edges that leave it (in shares of the message). Built once
+// per (algorithm, n, perHost) and kept: building the trees is O(n log n), and every decision the
+// tuner has not cached asks (braid-sim's 4096-rank tables asked thousands of times).
+struct TreeFacts {
+  int depth = 0;
+  double hostOut = 0;
+};
+
+TreeFacts treeFacts(algo::Algo a, int n, int perHost) {
+  static std::mutex mu;
+  static auto* known = new std::map<std::tuple<int, int, int>, TreeFacts>;  // never destroyed
+  const auto key = std::make_tuple(static_cast<int>(a), n, perHost);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = known->find(key);
+    if (it != known->end()) return it->second;
+  }
+  TreeFacts f;
+  double share = 0;
+  std::vector<double> out((n + perHost - 1) / perHost + 1, 0);
+  for (const algo::PositionTree& t : treesOf(a, n, perHost, &share)) {
+    f.depth = std::max(f.depth, algo::treeDepth(t));
+    // Every tree edge between two hosts carries the tree's share up one way and down the other: a
+    // host sends its share once per such edge it has.
+    for (int x = 0; x < n; ++x) {
+      const int p = t.parent[x];
+      if (p >= 0 && x / perHost != p / perHost) out[x / perHost] += share, out[p / perHost] += share;
+    }
+  }
+  f.hostOut = *std::max_element(out.begin(), out.end());
+  std::lock_guard<std::mutex> lock(mu);
+  (*known)[key] = f;
+  return f;
+}
+
 }  // namespace
 
 int crossTreeSteps(int hosts, int perHost) {
   if (hosts * perHost <= 1) return 0;
-  double share = 0;
-  int depth = 0;
-  for (const algo::PositionTree& t : treesOf(algo::Algo::kCrossTree, hosts * perHost, perHost, &share)) {
-    depth = std::max(depth, algo::treeDepth(t));
-  }
-  return 2 * depth;
+  return 2 * treeFacts(algo::Algo::kCrossTree, hosts * perHost, perHost).depth;
 }
 
 int stepsOn(const Machine& m, algo::Coll coll, algo::Algo a) {
@@ -195,19 +229,7 @@ double hostLinkFactor(const Machine& m, algo::Coll coll, algo::Algo a) {
       return (allReduce ? 2.0 : 1.0) * (hosts - 1) / hosts;
     case algo::Algo::kTree:
     case algo::Algo::kDoubleTree:
-    case algo::Algo::kCrossTree: {
-      // Every tree edge between two hosts carries the tree's share up one way and down the other:
-      // a host sends its share once per such edge it has.
-      double share = 0;
-      std::vector<double> out(hosts + 1, 0);
-      for (const algo::PositionTree& t : treesOf(a, n, m.perHost, &share)) {
-        for (int x = 0; x < n; ++x) {
-          const int p = t.parent[x];
-          if (p >= 0 && x / m.perHost != p / m.perHost) out[x / m.perHost] += share, out[p / m.perHost] += share;
-        }
-      }
-      return *std::max_element(out.begin(), out.end());
-    }
+    case algo::Algo::kCrossTree: return treeFacts(a, n, m.perHost).hostOut;
     case algo::Algo::kDoubling:
       // Of its log2 n exchanges, those across hosts send the whole message from every rank.
       return static_cast<double>(m.perHost) * algo::floorLog2(hosts) + (hosts & (hosts - 1) ? m.perHost : 0);
