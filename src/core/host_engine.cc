@@ -59,8 +59,7 @@ int HostEngine::availableCpus() {
 }
 
 HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig& config, const std::atomic<bool>* abort)
-    : commKey_(commKey),
-      rank_(rank),
+    : rank_(rank),
       nranks_(nranks),
       config_(config),
       abort_(abort),

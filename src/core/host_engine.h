@@ -117,7 +117,6 @@ class HostEngine {
  private:
   Status finish(Status s);
 
-  const uint64_t commKey_;
   const int rank_;
   const int nranks_;
   const CommConfig config_;
