@@ -313,12 +313,13 @@ Status Comm::exchangePeerInfo() {
   mine.identity.cpus = HostEngine::availableCpus();
   mine.identity.device = cudaDevice_;
   mine.identity.noP2p = param::getInt(param::Id::kP2pDisable) != 0 ? 1 : 0;
-  for (const exec::CudaDeviceInfo& d : cudaDevice_ >= 0 ? exec::cudaDevices() : std::vector<exec::CudaDeviceInfo>{}) {
-    if (d.ordinal != cudaDevice_) continue;
-    mine.identity.sms = d.multiprocessors;
-    std::snprintf(mine.identity.busId, sizeof(mine.identity.busId), "%s", d.busId.c_str());
+  if (cudaDevice_ >= 0) {  // (a host-memory communicator does not start the CUDA runtime)
+    for (const exec::CudaDeviceInfo& d : exec::cudaDevices()) {
+      if (d.ordinal != cudaDevice_) continue;
+      mine.identity.sms = d.multiprocessors;
+      std::snprintf(mine.identity.busId, sizeof(mine.identity.busId), "%s", d.busId.c_str());
+    }
   }
-  mine.netHandle = transport::NetHandle{};
   mine.nonce = bootstrap::randomBits();
   if (host_ != nullptr) {
     BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &mine.netHandle));

@@ -78,7 +78,8 @@ Status HostEngine::setPeers(const std::vector<transport::PeerIdentity>& peers,
   bool shmDisabled = param::getInt(param::Id::kShmDisable) != 0;
   int local = static_cast<int>(
       std::count_if(peers.begin(), peers.end(), [&](const transport::PeerIdentity& p) { return p.host == me.host; }));
-  links_.setBusyPoll(local <= availableCpus());
+  const bool busyPoll = local <= availableCpus();  // every rank of this host has a CPU
+  links_.setBusyPoll(busyPoll);
   std::vector<uint64_t> hosts;
   for (const transport::PeerIdentity& p : peers) {
     if (std::find(hosts.begin(), hosts.end(), p.host) == hosts.end()) hosts.push_back(p.host);
@@ -112,7 +113,7 @@ Status HostEngine::setPeers(const std::vector<transport::PeerIdentity>& peers,
                " channel(s); decisions (algorithm/protocol channels predicted time):\n", tuner_.table(size_t{1} << 30));
   }
   BRAID_INFO(log::Subsys::kInit, local, " rank(s) on this host, ", availableCpus(), " CPU(s) available: waits ",
-             local <= availableCpus() ? "poll before yielding" : "yield the CPU at once");
+             busyPoll ? "poll before yielding" : "yield the CPU at once");
   return links_.start(peers, std::move(handles), shmKey, shmDisabled);
 }
 

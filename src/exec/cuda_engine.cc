@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "exec/cuda_device.h"
 #include "exec/cuda_engine_state.h"
+#include "transport/net/net_device.h"
 #include "transport/p2p/p2p_device.h"
 
 namespace braid::exec {
@@ -224,7 +225,6 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
     no.onFailure = options.onNetworkFailure;
     auto net = std::make_unique<transport::NetDeviceTransport>(no);
     BRAID_RETURN_IF_ERROR(net->listen(options.netAddress, s->netHandle));
-    s->net = net.get();
     s->transports[static_cast<int>(transport::Kind::kNet)] = std::move(net);
   }
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->lastDone, cudaEventDisableTiming)));
@@ -271,7 +271,6 @@ Status CudaEngine::State::around(cudaStream_t stream, bool begin) {
 }
 
 void CudaEngine::State::closeTransports() {
-  net = nullptr;
   for (auto& t : transports) t.reset();  // the network's proxy stops; IPC and shared mappings close
 }
 

@@ -19,7 +19,6 @@
 #include "exec/cuda_engine.h"
 #include "transport/cuda_check.h"
 #include "transport/device_links.h"
-#include "transport/net/net_device.h"
 #include "transport/shm/shm_device.h"
 #include "transport/transport.h"
 
@@ -79,7 +78,6 @@ struct CudaEngine::State {
   // The transports that reach the peers (transport/device_links.h), by the selection table's kind;
   // the network's is made at create (it listens before the offers are exchanged).
   std::unique_ptr<transport::DeviceTransport> transports[transport::kNumKinds];
-  transport::NetDeviceTransport* net = nullptr;
   unsigned char netHandle[128] = {0};
   // BRAID_TIMEOUT (cuda_watch.cc): the kernels' record, and what each recent launch ran.
   device::KernelWatch* watchHost = nullptr;  // mapped host memory

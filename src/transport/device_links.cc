@@ -1,5 +1,7 @@
 #include "transport/device_links.h"
 
+#include <string>
+
 namespace braid::transport {
 
 void mappedEnds(const BlockLayout& l, char* mine, char* theirs, device::PeerConn* pc) {
@@ -13,6 +15,14 @@ void mappedEnds(const BlockLayout& l, char* mine, char* theirs, device::PeerConn
   pc->recv.ll128 = mine + l.ll128;
   pc->recv.tail = reinterpret_cast<uint64_t*>(mine + l.tail);
   pc->recv.head = reinterpret_cast<uint64_t*>(theirs + l.head);
+}
+
+Status MappedDeviceTransport::ends(int, int, int peer, char* mine, char* theirs, device::PeerConn* pc) {
+  if (theirs == nullptr) {
+    return internalError(std::string(name_) + ": rank " + std::to_string(peer) + "'s arena is not mapped");
+  }
+  mappedEnds(layout_, mine, theirs, pc);
+  return Status::ok();
 }
 
 }  // namespace braid::transport

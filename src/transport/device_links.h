@@ -68,4 +68,22 @@ class DeviceTransport {
 /// receiver's slots and tail, the receiver the sender's head.
 void mappedEnds(const BlockLayout& layout, char* mine, char* theirs, device::PeerConn* pc);
 
+/// A transport that maps its peers' arenas here (p2p, shm): reach() fills arenas_, and every
+/// connection's ends come from the two blocks (mappedEnds).
+class MappedDeviceTransport : public DeviceTransport {
+ public:
+  char* arena(int peer) const override { return arenas_[peer]; }
+  Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
+
+ protected:
+  /// `name` for errors ("P2P"); `nranks` arenas, none mapped yet.
+  MappedDeviceTransport(const char* name, int nranks, const BlockLayout& layout)
+      : arenas_(nranks, nullptr), name_(name), layout_(layout) {}
+  std::vector<char*> arenas_;  // per rank: its arena as this rank's kernels address it
+
+ private:
+  const char* name_;
+  const BlockLayout layout_;
+};
+
 }  // namespace braid::transport

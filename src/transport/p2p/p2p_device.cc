@@ -9,7 +9,7 @@
 namespace braid::transport {
 
 P2pDeviceTransport::P2pDeviceTransport(int device, int64_t pid, int nranks, const BlockLayout& layout)
-    : device_(device), pid_(pid), layout_(layout), arenas_(nranks, nullptr), opened_(nranks, false) {}
+    : MappedDeviceTransport("P2P", nranks, layout), device_(device), pid_(pid), opened_(nranks, false) {}
 
 P2pDeviceTransport::~P2pDeviceTransport() {
   for (size_t r = 0; r < arenas_.size(); ++r) {
@@ -45,12 +45,6 @@ Status P2pDeviceTransport::reach(int peer, const PeerIdentity& identity, const D
   arenas_[peer] = static_cast<char*>(p);
   opened_[peer] = true;
   *path = identity.device == device_ ? "P2P/IPC (same device)" : "P2P/IPC";
-  return Status::ok();
-}
-
-Status P2pDeviceTransport::ends(int, int, int peer, char* mine, char* theirs, device::PeerConn* pc) {
-  if (theirs == nullptr) return internalError("P2P: rank " + std::to_string(peer) + "'s arena is not mapped");
-  mappedEnds(layout_, mine, theirs, pc);
   return Status::ok();
 }
 

@@ -9,7 +9,7 @@
 
 namespace braid::transport {
 
-class P2pDeviceTransport : public DeviceTransport {
+class P2pDeviceTransport : public MappedDeviceTransport {
  public:
   /// This rank's `device`, process `pid` of a communicator of `nranks`; blocks laid out as `layout`.
   P2pDeviceTransport(int device, int64_t pid, int nranks, const BlockLayout& layout);
@@ -17,14 +17,10 @@ class P2pDeviceTransport : public DeviceTransport {
   ~P2pDeviceTransport() override;
 
   Status reach(int peer, const PeerIdentity& identity, const DeviceOffer& offer, std::string* path) override;
-  char* arena(int peer) const override { return arenas_[peer]; }
-  Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
 
  private:
   const int device_;
   const int64_t pid_;
-  const BlockLayout layout_;
-  std::vector<char*> arenas_;
   std::vector<bool> opened_;  // by CUDA IPC
 };
 

@@ -50,10 +50,4 @@ Status ShmDeviceTransport::reach(int peer, const PeerIdentity& identity, const D
       .withContext("mapping the host-memory FIFOs of " + describePeer(peer, identity));
 }
 
-Status ShmDeviceTransport::ends(int, int, int peer, char* mine, char* theirs, device::PeerConn* pc) {
-  if (theirs == nullptr) return internalError("SHM: rank " + std::to_string(peer) + "'s arena is not mapped");
-  mappedEnds(layout_, mine, theirs, pc);
-  return Status::ok();
-}
-
 }  // namespace braid::transport

@@ -28,19 +28,15 @@ class SharedArenas {
   std::vector<std::pair<void*, size_t>> maps_;
 };
 
-class ShmDeviceTransport : public DeviceTransport {
+class ShmDeviceTransport : public MappedDeviceTransport {
  public:
   ShmDeviceTransport(int64_t pid, int nranks, const BlockLayout& layout)
-      : pid_(pid), layout_(layout), arenas_(nranks, nullptr) {}
+      : MappedDeviceTransport("SHM", nranks, layout), pid_(pid) {}
 
   Status reach(int peer, const PeerIdentity& identity, const DeviceOffer& offer, std::string* path) override;
-  char* arena(int peer) const override { return arenas_[peer]; }
-  Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
 
  private:
   const int64_t pid_;
-  const BlockLayout layout_;
-  std::vector<char*> arenas_;
   SharedArenas maps_;  // the peers' segments of other processes
 };
 
