@@ -174,6 +174,26 @@ BRAID_HOST_DEVICE void hierReduce(Backend& b, const WorkArgs& w) {
   }
 }
 
+// Where a rank stands for the rail algorithms (all-gather, reduce-scatter): its host's size and its
+// index there, the hosts, the rails (the most ranks a host has), its channel's range, its host ring's
+// neighbours, and host g's member of rail s (-1: none).
+struct RailPlace {
+  const HostsView& h;
+  int k, me, hosts, rails;
+  Range r;
+  int localPrev, localNext;
+  BRAID_HOST_DEVICE explicit RailPlace(const WorkArgs& w)
+      : h(w.hosts),
+        k(h.size(h.host)),
+        me(h.local),
+        hosts(h.n),
+        rails(h.most),
+        r(channelRange(w.count, w.channel, w.nChannels)),
+        localPrev(h.at(h.host, me + k - 1)),
+        localNext(h.at(h.host, me + 1)) {}
+  BRAID_HOST_DEVICE int member(int g, int s) const { return s < rails && s < h.size(g) ? h.ranks[h.start[g] + s] : -1; }
+};
+
 // Hierarchical all-gather: output[q * count + i] = rank q's input[i].
 //
 //   1. across hosts, rail s (the ranks of local index s on every host) ring-gathers its members'
@@ -184,17 +204,16 @@ BRAID_HOST_DEVICE void hierReduce(Backend& b, const WorkArgs& w) {
 //
 // Across a host's link per direction: (N-1)/N of the output, against the flat ring's (n-1)/n.
 // Steps per chunk: N-1 across, k-1 inside. No reduction, so no partial results and no scratch.
-// (A hierarchical reduce-scatter needs room for the partial sums of other ranks' blocks, which
-// the output, one block long, does not have.)
 template <class Backend>
 BRAID_HOST_DEVICE void hierAllGather(Backend& b, const WorkArgs& w) {
-  const HostsView& h = w.hosts;
-  const int k = h.size(h.host), me = h.local, hosts = h.n, rails = h.most;
-  const Range r = channelRange(w.count, w.channel, w.nChannels);
-  const int localPrev = h.at(h.host, me + k - 1), localNext = h.at(h.host, me + 1);
+  const RailPlace at(w);
+  const HostsView& h = at.h;
+  const int k = at.k, me = at.me, hosts = at.hosts, rails = at.rails, localPrev = at.localPrev,
+            localNext = at.localNext;
+  const Range r = at.r;
   // Output offset of rank q's block at element o; q < 0: a host's missing member (empty).
   auto place = [&](int q, size_t o) { return q < 0 ? size_t{0} : static_cast<size_t>(q) * w.count + o; };
-  auto member = [&](int g, int s) { return s < h.size(g) ? h.ranks[h.start[g] + s] : -1; };
+  auto member = [&](int g, int s) { return at.member(g, s); };
   // 1. across hosts, on every rail this rank serves.
   for (int s = me; s < rails; s += k) {
     const int prev = h.at(wrap(h.host - 1, hosts), s), next = h.at(wrap(h.host + 1, hosts), s);
@@ -247,6 +266,59 @@ BRAID_HOST_DEVICE void hierAllGather(Backend& b, const WorkArgs& w) {
       }
       q = blockOf(me + 1, index);
       p.recv(place(q, o), lenOf(q));
+    }
+  }
+}
+
+// Hierarchical reduce-scatter: output[i] = op over ranks q of q's input[rank * count + i]. Rail s
+// (the ranks of local index s on every host) reduce-scatters across the hosts in a ring, as the flat
+// ring does over all ranks; what a rail member adds at each step is its host's sum of that block,
+// which a ring reduce-scatter inside the host brings it in the same step:
+//
+//   step t = 0 .. N-1 works on the blocks of host d = host - t - 1 (at t = N-1 this host's own);
+//   inside each host, a ring reduce-scatter of host d's blocks, one per rail, ends each block's sum
+//   at the rail's member here, which receives from its host's ring and from the rail at once, adds
+//   its own input and sends on along the rail (at t = N-1 it writes its output instead).
+//
+// Every partial sum streams on, so no rank needs room for other ranks' blocks (the output is one
+// block long). A host of fewer ranks than the largest serves rail s by local rank s mod k, in
+// passes of k rails; a rail with no member on host d reduces an empty block. Across a host's link
+// per direction: (N-1)/N of the input, against the flat ring's (n-1)/n over host-contiguous ranks;
+// sequential steps per chunk: (k-1) + (N-1), as the trace counts them (the flat ring's n - 1).
+template <class Backend>
+BRAID_HOST_DEVICE void hierReduceScatter(Backend& b, const WorkArgs& w) {
+  const RailPlace at(w);
+  for (size_t o = at.r.begin; o < at.r.end; o += w.chunkElems) {
+    const size_t len = minSize(w.chunkElems, at.r.end - o);
+    auto in = [&](int q) { return q < 0 ? size_t{0} : static_cast<size_t>(q) * w.count + o; };
+    auto lenOf = [&](int q) { return q < 0 ? size_t{0} : len; };
+    for (int t = 0; t < at.hosts; ++t) {
+      const int d = wrap(at.h.host - t - 1, at.hosts);
+      for (int pass = 0; pass * at.k < at.rails; ++pass) {
+        auto dest = [&](int i) { return at.member(d, pass * at.k + wrap(i, at.k)); };  // host d's rank of that rail
+        if (at.k > 1) {  // inside the host: the ring reduce-scatter, but for this rank's own block
+          auto p = b.open(&at.localPrev, 1, &at.localNext, 1, kConnLocal);
+          p.send(in(dest(at.me - 1)), lenOf(dest(at.me - 1)));
+          for (int j = 2; j < at.k; ++j) p.recvReduceSend(in(dest(at.me - j)), lenOf(dest(at.me - j)));
+        }
+        // This rank's rail of the pass: its host's sum (from the ring inside) and the rail's, on.
+        const int s = pass * at.k + at.me, q = dest(at.me);
+        const bool rail = s < at.rails && at.hosts > 1;
+        int recvPeers[2], recvConns[2], nRecv = 0, sendPeer = -1;
+        if (at.k > 1) recvPeers[nRecv] = at.localPrev, recvConns[nRecv++] = kConnLocal;
+        if (rail && t > 0) recvPeers[nRecv] = at.h.at(wrap(at.h.host - 1, at.hosts), s), recvConns[nRecv++] = kConnRail;
+        if (rail && t < at.hosts - 1) sendPeer = at.h.at(wrap(at.h.host + 1, at.hosts), s);
+        auto p = b.open(recvPeers, recvConns, nRecv, &sendPeer, sendPeer >= 0 ? 1 : 0, kConnRail);
+        if (sendPeer >= 0 && nRecv == 0) {
+          p.send(in(q), lenOf(q));
+        } else if (sendPeer >= 0) {
+          p.recvReduceSend(in(q), lenOf(q));
+        } else if (nRecv > 0) {  // the last step (or an empty block past the rails): this rank's sum
+          p.recvReduceCopy(in(q), o, q == w.rank ? len : 0, w.postOp);
+        } else if (q == w.rank) {
+          p.copy(in(q), o, len, w.postOp);  // one rank in all
+        }
+      }
     }
   }
 }

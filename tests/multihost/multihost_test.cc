@@ -139,8 +139,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EveryCollective,
                                            Shape{3, 2, true}),
                          shapeName);
 
-// The hierarchical algorithms across hosts: every collective (hier where it applies: all-reduce,
-// all-gather, broadcast, reduce; the ring for reduce-scatter) with BRAID_ALGO=hier, with the
+// The hierarchical algorithms across hosts: every collective (hier for all five: all-reduce,
+// all-gather, reduce-scatter, broadcast, reduce) with BRAID_ALGO=hier, with the
 // cross-host tree forced (all-reduce; the ring for the rest), and with the tuner's choice, on 2
 // hosts x 2 ranks and on uneven hosts of 2, 1 and 2; each rank checks its results against a plain
 // loop.
@@ -166,8 +166,9 @@ TEST_P(HierAcrossHosts, EveryCollective) {
   const std::string ran = std::string(": ") + (*s.algo != '\0' ? s.algo : "hier") + ", ";
   EXPECT_NE(job.results[0].output.find("allreduce"), std::string::npos);
   EXPECT_NE(job.results[0].output.find(ran), std::string::npos) << job.results[0].output.substr(0, 4000);
-  if (std::string(s.algo) == "hier") {  // forced: the broadcasts and reduces too (hierBroadcast, hierReduce)
-    for (const char* coll : {" broadcast count", " reduce count"}) {  // not "allreduce count"
+  if (std::string(s.algo) == "hier") {  // forced: the other collectives too (algo/hier.h)
+    // " reduce count", not "allreduce count".
+    for (const char* coll : {" broadcast count", " reduce count", "allgather count", "reducescatter count"}) {
       bool hier = false;
       std::istringstream lines(job.results[0].output);
       for (std::string line; std::getline(lines, line);) {

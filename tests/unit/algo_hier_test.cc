@@ -37,7 +37,7 @@ std::string sizesText(const std::vector<int>& sizes) {
 
 void proveAll(const Geometry& g, const std::string& what, bool full, Algo algo = Algo::kHier) {
   const int n = static_cast<int>(g.ringOrder.size());
-  for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+  for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce, Coll::kReduceScatter}) {
     if (!supports(coll, algo)) continue;
     const bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
     for (int root : {0, n - 1, n / 2}) {
@@ -49,7 +49,7 @@ void proveAll(const Geometry& g, const std::string& what, bool full, Algo algo =
           const size_t round = chunk * static_cast<size_t>(channels) * g.mostOnAHost;
           for (size_t count : {size_t{0}, size_t{1}, round - 1, 2 * round + 5, size_t(n) * 7 + 3}) {
             for (bool post : {false, true}) {
-              if (post && coll != Coll::kAllReduce && coll != Coll::kReduce) continue;
+              if (post && coll != Coll::kAllReduce && coll != Coll::kReduce && coll != Coll::kReduceScatter) continue;
               for (int slots : {2, 8}) {
                 if (slots == 8 && (channels > 1 || !full)) continue;
                 CallShape call{coll, algo, count, root, channels, chunk, post};
@@ -207,7 +207,7 @@ TEST(HierTrace, StepsMatchTheCostModel) {
     for (int perHost = 1; perHost <= 6; ++perHost) {
       Geometry g = levelled(hostsOfSizes(std::vector<int>(hosts, perHost)));
       const size_t count = static_cast<size_t>(perHost) * hosts * kAlignElems;
-      for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+      for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce, Coll::kReduceScatter}) {
         TraceResult t = traceCollective(g, CallShape{coll, Algo::kHier, count, 0, 1, count, false}, 8);
         ASSERT_TRUE(t.ok) << t.error;
         EXPECT_EQ(t.steps, tune::hierSteps(coll, hosts, perHost)) << collName(coll) << " " << hosts << " x " << perHost;

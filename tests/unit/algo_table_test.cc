@@ -99,7 +99,7 @@ TEST(AlgorithmTable, ScopesDecideWhichFifosAnEngineLaysOut) {
 // runLane of a collective the algorithm lacks records exactly what its ring records.
 TEST(AlgorithmTable, ACollectiveAnAlgorithmLacksRunsAsItsRing) {
   const Geometry g = makeGeometry({0, 1, 2, 3}, {0, 0, 1, 1});
-  for (Algo alg : {Algo::kTree, Algo::kDoubling, Algo::kOneShot, Algo::kHier}) {
+  for (Algo alg : {Algo::kTree, Algo::kDoubling, Algo::kOneShot}) {
     const WorkArgs w = workFor(g, 1, 0, CallShape{Coll::kReduceScatter, alg, 100, 0, 1, 16, false});
     Recorder a, b;
     runLane(a, Coll::kReduceScatter, alg, w, 0);

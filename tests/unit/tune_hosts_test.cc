@@ -45,7 +45,7 @@ TEST(Tuner, HierarchicalAcrossHostsOnly) {
   EXPECT_EQ(twoHosts.decide(Coll::kAllReduce, size_t(128) << 20).algo, Algo::kHier);
   EXPECT_EQ(twoHosts.decide(Coll::kAllReduce, 8).algo, Algo::kDoubling);
   EXPECT_EQ(twoHosts.decide(Coll::kAllGather, size_t(128) << 20).algo, Algo::kHier);
-  EXPECT_EQ(twoHosts.decide(Coll::kReduceScatter, size_t(128) << 20).algo, Algo::kRing);
+  EXPECT_EQ(twoHosts.decide(Coll::kReduceScatter, size_t(128) << 20).algo, Algo::kHier);
   Tuner oneHost = tunerFor(hostMachine(4, 1, false), none);
   for (size_t bytes : {size_t(8), size_t(1) << 20, size_t(1) << 30})
     EXPECT_NE(oneHost.decide(Coll::kAllReduce, bytes).algo, Algo::kHier);
