@@ -213,12 +213,11 @@ BRAID_HOST_DEVICE void hierAllGather(Backend& b, const WorkArgs& w) {
   const Range r = at.r;
   // Output offset of rank q's block at element o; q < 0: a host's missing member (empty).
   auto place = [&](int q, size_t o) { return q < 0 ? size_t{0} : static_cast<size_t>(q) * w.count + o; };
-  auto member = [&](int g, int s) { return at.member(g, s); };
   // 1. across hosts, on every rail this rank serves.
   for (int s = me; s < rails; s += k) {
     const int prev = h.at(wrap(h.host - 1, hosts), s), next = h.at(wrap(h.host + 1, hosts), s);
     auto p = hosts == 1 ? b.open(nullptr, 0, nullptr, 0, kConnRail) : b.open(&prev, 1, &next, 1, kConnRail);
-    const int self = member(h.host, s);  // this rank, or -1 on a rail it serves for a missing index
+    const int self = at.member(h.host, s);  // this rank, or -1 on a rail it serves for a missing index
     for (size_t o = r.begin; o < r.end; o += w.chunkElems) {
       const size_t len = minSize(w.chunkElems, r.end - o);
       auto lenOf = [&](int q) { return q < 0 ? size_t{0} : len; };
@@ -228,10 +227,10 @@ BRAID_HOST_DEVICE void hierAllGather(Backend& b, const WorkArgs& w) {
       }
       p.copySend(o, place(self, o), lenOf(self));
       for (int t = 1; t < hosts - 1; ++t) {
-        const int q = member(wrap(h.host - t, hosts), s);
+        const int q = at.member(wrap(h.host - t, hosts), s);
         p.recvCopySend(place(q, o), lenOf(q));
       }
-      const int q = member(wrap(h.host + 1, hosts), s);
+      const int q = at.member(wrap(h.host + 1, hosts), s);
       p.recv(place(q, o), lenOf(q));
     }
   }
@@ -244,7 +243,7 @@ BRAID_HOST_DEVICE void hierAllGather(Backend& b, const WorkArgs& w) {
   auto blockOf = [&](int j, int index) {
     for (int s = wrap(j, k); s < rails; s += k) {
       for (int g = 0; g < hosts; ++g) {
-        const int q = member(g, s);
+        const int q = at.member(g, s);
         if (q >= 0 && index-- == 0) return q;
       }
     }
@@ -313,9 +312,9 @@ BRAID_HOST_DEVICE void hierReduceScatter(Backend& b, const WorkArgs& w) {
           p.send(in(q), lenOf(q));
         } else if (sendPeer >= 0) {
           p.recvReduceSend(in(q), lenOf(q));
-        } else if (nRecv > 0) {  // the last step (or an empty block past the rails): this rank's sum
-          p.recvReduceCopy(in(q), o, q == w.rank ? len : 0, w.postOp);
-        } else if (q == w.rank) {
+        } else if (nRecv > 0) {  // the last step (q is this rank), or an empty block past the rails
+          p.recvReduceCopy(in(q), o, lenOf(q), w.postOp);
+        } else {
           p.copy(in(q), o, len, w.postOp);  // one rank in all
         }
       }

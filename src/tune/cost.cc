@@ -224,7 +224,8 @@ double hostLinkFactor(const Machine& m, algo::Coll coll, algo::Algo a) {
   switch (a) {
     case algo::Algo::kHier:
       // Each rail carries its shard round the hosts: a host sends 2(N-1)/N of the message in all
-      // (all-gather (N-1)/N); a broadcast's or reduce's rail chain passes the whole message on.
+      // (all-gather and reduce-scatter (N-1)/N); a broadcast's or reduce's rail chain passes the
+      // whole message on.
       if (coll == algo::Coll::kBroadcast || coll == algo::Coll::kReduce) return 1;
       return (allReduce ? 2.0 : 1.0) * (hosts - 1) / hosts;
     case algo::Algo::kTree:
