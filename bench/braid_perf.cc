@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/datatype.h"
+#include "core/machine.h"
 #include "gpu_sweep.h"
 #include "perf_check.h"
 #include "perf_options.h"
@@ -102,6 +103,7 @@ int runRanks(const Options& o, const braidUniqueId* id, int firstRank, int n, bo
       braidConfig_t c = BRAID_CONFIG_INITIALIZER;
       c.deviceKind = braidDeviceHost;
       if (!o.algorithm.empty()) c.algorithm = o.algorithm.c_str();
+      braid::core::setThreadHostIdentity(pretendedHost(o, firstRank + i, n));
       braidResult_t rc =
           fromEnv ? braidCommInitFromEnv(&comms[i], &c) : braidCommInitRankConfig(&comms[i], n, *id, firstRank + i, &c);
       if (rc != braidSuccess) {

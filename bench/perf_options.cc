@@ -33,6 +33,8 @@ const char* kUsage =
     "  --nccl-lib path  the NCCL library to load (libnccl.so.2)\n"
     "  --agg n          issue n calls per iteration in one group (nccl-tests' -m); times are per call\n"
     "  --plot file.png  draw busbw against size (braid-plot, gnuplot; NCCL beside braid with --compare)\n"
+    "  --hosts n        split the ranks into n pretended hosts (consecutive ranks; sockets between them,\n"
+    "                   even between threads of one process): cross-host algorithms on one machine\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); under mpirun and srun through their PMIx server, nothing to set.\n";
 
@@ -68,13 +70,15 @@ const Named kTypes[] = {{"float", braidFloat32},     {"double", braidFloat64},  
                         {"int32", braidInt32},       {"uint32", braidUint32},      {"int64", braidInt64},
                         {"uint64", braidUint64},     {"fp8e4m3", braidFloat8e4m3}, {"fp8e5m2", braidFloat8e5m2}};
 
-// The long options: --compare, --nccl-lib and --agg. False when `flag` is none of them or `v` is wrong.
+// The long options: --compare, --nccl-lib, --agg, --plot and --hosts. False when `flag` is none of them or `v` is
+// wrong.
 bool parseLong(const char* flag, const char* v, Options* o) {
   if (std::strcmp(flag, "--compare") == 0) {
     o->compareNccl = std::strcmp(v, "nccl") == 0;  // the one library to compare with
     return o->compareNccl;
   }
   if (std::strcmp(flag, "--agg") == 0) return parseInt(v, 1, 1024, &o->agg);
+  if (std::strcmp(flag, "--hosts") == 0) return parseInt(v, 1, 1024, &o->hosts);
   if (std::strcmp(flag, "--plot") == 0) {
     o->plot = v;
     return *v != '\0';
@@ -87,6 +91,11 @@ bool parseLong(const char* flag, const char* v, Options* o) {
 }
 
 }  // namespace
+
+std::string pretendedHost(const Options& o, int rank, int n) {
+  if (o.hosts <= 0) return "";
+  return "braid-perf-host-" + std::to_string(static_cast<long>(rank) * o.hosts / n);
+}
 
 bool parseOptions(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {

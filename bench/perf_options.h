@@ -36,9 +36,14 @@ struct Options {
   bool graph = false;                   // -G 1: time the iterations as one CUDA graph launch (GPU only)
   bool compareNccl = false;             // --compare nccl: the same rows through NCCL too (GPU only)
   int agg = 1;                          // --agg: calls per iteration, issued in one group (GPU only)
+  int hosts = 0;                        // --hosts: pretended hosts the ranks are split into (0: none)
   // --nccl-lib: the NCCL library --compare dlopens (the loader's search path applies).
   std::string ncclLib = "libnccl.so.2";
 };
+
+/// --hosts: the pretended host of global rank `rank` of `n` ("" without --hosts): consecutive
+/// ranks, n / hosts a host.
+std::string pretendedHost(const Options& o, int rank, int n);
 
 /// Parses argv; on error prints usage to stderr and returns false.
 bool parseOptions(int argc, char** argv, Options* out);

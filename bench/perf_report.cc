@@ -66,6 +66,7 @@ braidResult_t runOnce(Coll c, void* send, void* recv, size_t count, braidDataTyp
 void printHeader(const Options& o, int n, const char* how, const std::string& where,
                  const std::vector<std::string>& notes) {
   std::printf("# braid-perf: %s, %d rank(s) %s, %s\n", collName(o.coll), n, how, where.c_str());
+  if (o.hosts > 0) std::printf("# ranks split into %d pretended hosts (--hosts): sockets between them\n", o.hosts);
   for (const std::string& note : notes) std::printf("# %s\n", note.c_str());
   std::printf("#\n");
   // With --compare nccl a third block, NCCL's out-of-place call: the columns need a label above them.

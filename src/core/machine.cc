@@ -15,7 +15,15 @@
 
 namespace braid::core {
 
+namespace {
+thread_local std::string tHostId;  // setThreadHostIdentity
+}  // namespace
+
+void setThreadHostIdentity(const std::string& id) { tHostId = id; }
+const std::string& threadHostIdentity() { return tHostId; }
+
 std::string hostName() {
+  if (!tHostId.empty()) return tHostId;
   std::string id = param::getString(param::Id::kHostId);
   if (!id.empty()) return id;
   char name[256] = {0};
@@ -24,6 +32,7 @@ std::string hostName() {
 }
 
 std::string hostIdentity() {
+  if (!tHostId.empty()) return tHostId;
   if (!param::getString(param::Id::kHostId).empty()) return param::getString(param::Id::kHostId);
   std::string id = hostName();
   if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {

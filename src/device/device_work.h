@@ -15,8 +15,8 @@
 // network proxy between them (transport/net/net_device.cc): the sender's kernel fills its outbox and the
 // proxy sends each published slot; the receiver's proxy receives into its inbox and publishes, and
 // its kernel reads there. Such an end has a netStride: every protocol's slot k starts at the same
-// place (k x netStride), the sender writes each step's size (bytes of slot used) in the word
-// kNetSizeBefore bytes ahead of the slot and publishes the tail for every protocol, and the
+// place (k x netStride), the sender writes each step's size (bytes of slot used) in the block
+// beside its tail (kNetSizesAfterTail) and publishes the tail for every protocol, and the
 // receiver waits for the tail for every protocol (the network delivers a slot whole, not line by
 // line).
 #pragma once
@@ -78,9 +78,10 @@ struct RecvEnd {
                                // tells a peer that left with nothing more to send from a hang)
 };
 
-/// Bytes from a network slot's size word to its data (transport/host_fifo.h: the slot header's
-/// size, then its 24-byte call tag).
-constexpr size_t kNetSizeBefore = 32;
+/// A network peer's outbox: the word holding slot k's size (bytes used) is kNetSizesAfterTail + k
+/// words past the tail (transport/host_fifo.h: FifoBlock::kernelSizes, in host memory wherever
+/// the slots' data lies).
+constexpr size_t kNetSizesAfterTail = 24;
 
 struct PeerConn {
   SendEnd send;

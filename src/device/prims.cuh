@@ -186,8 +186,7 @@ class DevicePrims {
       bool fence = P == Proto::kSimple && ns > 0;
       for (int i = 0; i < ns; ++i) {
         if (send_[i].netStride == 0) continue;
-        char* slot = slots(send_[i]) + slotOffset(sstep_[i], send_[i].netStride);
-        storeVolatile64(reinterpret_cast<uint64_t*>(slot - kNetSizeBefore), stepBytes(n));
+        storeVolatile64(send_[i].tail + kNetSizesAfterTail + sstep_[i] % kSteps, stepBytes(n));
         fence = true;
       }
       if (fence) __threadfence_system();

@@ -223,6 +223,7 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
     no.timeoutMs = options.timeoutMs;
     no.abortFlag = s->abortHost;
     no.onFailure = options.onNetworkFailure;
+    no.setupStream = s->setup;
     auto net = std::make_unique<transport::NetDeviceTransport>(no);
     BRAID_RETURN_IF_ERROR(net->listen(options.netAddress, s->netHandle));
     s->transports[static_cast<int>(transport::Kind::kNet)] = std::move(net);

@@ -45,35 +45,61 @@ size_t HostFifo::deviceBlockBytes(int slots, size_t slotBytes) {
   return headerBytes(kDeviceAlign) + slots * strideFor(slotBytes, kDeviceAlign);
 }
 
+// forDeviceData: the counters' block, then one line per slot header.
+size_t HostFifo::deviceControlBytes(int slots) {
+  return headerBytes(kDeviceAlign) + slots * roundUp(sizeof(SlotHeader));
+}
+size_t HostFifo::deviceDataStride(size_t slotBytes) { return roundUp(slotBytes, kDeviceAlign); }
+
 HostFifo::DeviceLayout HostFifo::deviceLayout(size_t slotBytes) {
   DeviceLayout l;
   l.head = offsetof(FifoBlock, head);
   l.tail = offsetof(FifoBlock, tail);
   l.firstData = headerBytes(kDeviceAlign) + dataOffsetFor(kDeviceAlign);
   l.stride = strideFor(slotBytes, kDeviceAlign);
-  l.sizeBefore = sizeof(SlotHeader) - offsetof(SlotHeader, size);
+  l.kernelSizes = offsetof(FifoBlock, kernelSizes);
   l.wanted = offsetof(FifoBlock, wanted);
   return l;
 }
 
 std::unique_ptr<HostFifo> HostFifo::forDevice(void* block, int slots, size_t slotBytes) {
-  return std::unique_ptr<HostFifo>(new HostFifo(block, slots, slotBytes, kDeviceAlign));
+  return std::unique_ptr<HostFifo>(new HostFifo(block, slots, slotBytes, nullptr, 0));
 }
 
-HostFifo::HostFifo(void* block, int slots, size_t slotBytes, size_t dataAlign)
+std::unique_ptr<HostFifo> HostFifo::forDeviceData(void* block, char* data, int slots, size_t slotBytes, int memType) {
+  return std::unique_ptr<HostFifo>(new HostFifo(block, slots, slotBytes, data, memType));
+}
+
+HostFifo::HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType)
     : slots_(slots),
       slotBytes_(slotBytes),
-      dataOffset_(dataOffsetFor(dataAlign)),
-      stride_(strideFor(slotBytes, dataAlign)),
       crossProcess_(true),  // no waiter here to notify: the kernel polls
       device_(true),
-      block_(new (block) FifoBlock{}),
-      slots_ptr_(static_cast<char*>(block) + headerBytes(dataAlign)) {}
+      block_(new (block) FifoBlock{}) {
+  char* first = static_cast<char*>(block) + headerBytes(kDeviceAlign);
+  if (data == nullptr) {
+    stride_ = strideFor(slotBytes, kDeviceAlign);
+    placeSlots(first, dataOffsetFor(kDeviceAlign));
+    return;
+  }
+  headers_ = first;
+  headerStride_ = roundUp(sizeof(SlotHeader));
+  data_ = data;
+  stride_ = deviceDataStride(slotBytes);
+  contiguous_ = false;
+  memType_ = memType;
+}
+
+// Slots of [header | data] from `first`, the data `dataOffset` into each.
+void HostFifo::placeSlots(char* first, size_t dataOffset) {
+  data_ = first + dataOffset;
+  headers_ = data_ - sizeof(SlotHeader);
+  headerStride_ = stride_;
+}
 
 HostFifo::HostFifo(int slots, size_t slotBytes)
     : slots_(slots),
       slotBytes_(slotBytes),
-      dataOffset_(dataOffsetFor(0)),
       stride_(strideFor(slotBytes)),
       crossProcess_(false),
       owned_(new char[blockBytes(slots, slotBytes) + kLine]()) {
@@ -82,19 +108,19 @@ HostFifo::HostFifo(int slots, size_t slotBytes)
   size_t space = blockBytes(slots, slotBytes) + kLine;
   p = std::align(kLine, blockBytes(slots, slotBytes), p, space);
   block_ = new (p) FifoBlock{};
-  slots_ptr_ = static_cast<char*>(p) + headerBytes();
+  placeSlots(static_cast<char*>(p) + headerBytes(), dataOffsetFor(0));
 }
 
 HostFifo::HostFifo(void* block, int slots, size_t slotBytes, int peerRank, long peerPid)
     : slots_(slots),
       slotBytes_(slotBytes),
-      dataOffset_(dataOffsetFor(0)),
       stride_(strideFor(slotBytes)),
       crossProcess_(true),
       peerRank_(peerRank),
       peerPid_(peerPid),
-      block_(static_cast<FifoBlock*>(block)),
-      slots_ptr_(static_cast<char*>(block) + headerBytes()) {}
+      block_(static_cast<FifoBlock*>(block)) {
+  placeSlots(static_cast<char*>(block) + headerBytes(), dataOffsetFor(0));
+}
 
 bool processGone(long pid) {
   if (pid <= 0) return false;

@@ -76,6 +76,9 @@ struct FifoBlock {
   // A GPU kernel's inbox (forDevice): the count its consumer waits for, so that a proxy can tell a
   // peer that went away with nothing more to send from one that leaves the kernel waiting.
   alignas(64) std::atomic<uint64_t> wanted;
+  // A GPU kernel's outbox (forDevice): the bytes of each slot, written by the kernel before its
+  // tail (the proxy reads them here, in host memory, wherever the slots' data lies).
+  alignas(64) std::atomic<uint64_t> kernelSizes[kMaxSteps];
 };
 
 /// The call a slot belongs to, written by its sender beside the data. A receiver compares it with
@@ -126,19 +129,27 @@ class HostFifo {
   /// A FIFO whose other side is a GPU kernel, over `block` (zeroed, kDeviceAlign-aligned, mapped
   /// for the device; deviceBlockBytes long): a network proxy moves its slots, the kernel writes or
   /// reads them and their counters through the offsets of deviceLayout. Each slot's data starts on
-  /// a kDeviceAlign boundary (LL128's lines); its size word lies just ahead of it, as everywhere.
+  /// a kDeviceAlign boundary (LL128's lines); its header lies just ahead of it, as everywhere.
   static std::unique_ptr<HostFifo> forDevice(void* block, int slots, size_t slotBytes);
+  /// The same with the slots' data apart, at `data` (slot k at data + k x deviceDataStride; GPU
+  /// memory that the network reads and writes itself: GPUDirect RDMA), registered with the network
+  /// as `memType` (net_abi.h's kPtr*). The counters and the slots' headers stay in `block`
+  /// (deviceControlBytes long, host memory), so the network carries the data alone
+  /// (wireContiguous() is false): a message's size is the slot's.
+  static std::unique_ptr<HostFifo> forDeviceData(void* block, char* data, int slots, size_t slotBytes, int memType);
   static constexpr size_t kDeviceAlign = 128;
   struct DeviceLayout {
-    size_t head = 0;        // the consumer's counter
-    size_t tail = 0;        // the producer's counter
-    size_t firstData = 0;   // slot 0's data
-    size_t stride = 0;      // from one slot's data to the next
-    size_t sizeBefore = 0;  // a slot's size word lies this many bytes ahead of its data
-    size_t wanted = 0;      // the consumer's count waited for (FifoBlock::wanted)
+    size_t head = 0;         // the consumer's counter
+    size_t tail = 0;         // the producer's counter
+    size_t firstData = 0;    // slot 0's data
+    size_t stride = 0;       // from one slot's data to the next
+    size_t kernelSizes = 0;  // FifoBlock::kernelSizes
+    size_t wanted = 0;       // the consumer's count waited for (FifoBlock::wanted)
   };
   static DeviceLayout deviceLayout(size_t slotBytes);
   static size_t deviceBlockBytes(int slots, size_t slotBytes);
+  static size_t deviceControlBytes(int slots);
+  static size_t deviceDataStride(size_t slotBytes);
 
   int slots() const { return slots_; }
   size_t slotBytes() const { return slotBytes_; }
@@ -167,6 +178,17 @@ class HostFifo {
   bool sharedWithDevice() const { return device_; }
   char* slotAt(uint64_t counter) const { return slot(counter); }
   size_t sizeAt(uint64_t counter) const { return header(counter)->size; }
+  /// A GPU kernel's outbox: the bytes the kernel put in slot `counter` (FifoBlock::kernelSizes).
+  size_t kernelSizeAt(uint64_t counter) const {
+    return block_->kernelSizes[counter % slots_].load(std::memory_order_acquire);
+  }
+  /// Writes a slot's size into its header without publishing it (a proxy sending a kernel's slot
+  /// with its header: wireAt).
+  void setSizeAt(uint64_t counter, size_t bytes) { header(counter)->size = bytes; }
+  /// False when the slots' data lies apart from their headers (forDeviceData): the network then
+  /// carries [slotAt(c), slotAt(c) + bytes) alone, registered as dataMemType().
+  bool wireContiguous() const { return contiguous_; }
+  int dataMemType() const { return memType_; }
   const CallTag& tagAt(uint64_t counter) const { return header(counter)->tag; }
   /// The slot's size and call tag as they lie in memory just ahead of its data: a network sends
   /// [wireAt(c), slotAt(c) + bytes) as one message, and a receiver takes one into the same place of
@@ -198,16 +220,17 @@ class HostFifo {
   void notify();
   template <class Ready>
   bool wait(Ready ready, const StopFlags& stop);
-  HostFifo(void* block, int slots, size_t slotBytes, size_t dataAlign);
+  HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType);
   SlotHeader* header(uint64_t counter) const {
-    return reinterpret_cast<SlotHeader*>(slots_ptr_ + (counter % slots_) * stride_ + dataOffset_ - sizeof(SlotHeader));
+    return reinterpret_cast<SlotHeader*>(headers_ + (counter % slots_) * headerStride_);
   }
-  char* slot(uint64_t counter) const { return reinterpret_cast<char*>(header(counter)) + sizeof(SlotHeader); }
+  char* slot(uint64_t counter) const { return data_ + (counter % slots_) * stride_; }
+  void placeSlots(char* first, size_t dataOffset);
 
   const int slots_;
   const size_t slotBytes_;
-  const size_t dataOffset_;  // from the start of a slot to its data (its header ends there)
-  const size_t stride_;      // bytes from one slot to the next
+  size_t stride_ = 0;        // bytes from one slot's data to the next
+  size_t headerStride_ = 0;  // bytes from one slot's header to the next
   const bool crossProcess_;
   const bool device_ = false;
   const int peerRank_ = -1;
@@ -217,7 +240,10 @@ class HostFifo {
   std::string reason_;
   std::unique_ptr<char[]> owned_;  // heap block (loopback)
   FifoBlock* block_;
-  char* slots_ptr_;
+  char* headers_ = nullptr;                // slot 0's header
+  char* data_ = nullptr;                   // slot 0's data
+  bool contiguous_ = true;                 // each slot's data right after its header
+  int memType_ = 1;                        // the data's memory as the network's regMr names it (kPtrHost)
   alignas(64) uint64_t producerHead_ = 0;  // the producer's last view of head (its side only)
   FifoObserver* observer_ = nullptr;
   std::atomic<int> pauseSpins_{0};

@@ -311,8 +311,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Config{2, "tree", "ll128"}, Config{2, "doubling", "ll128"}, Config{3, "ring", "ll128"},
                     Config{4, "ring", "ll128"}, Config{4, "dbtree", "ll128"},
                     // Across pretended hosts (gpu_across_hosts) the hierarchical all-reduce,
-                    // all-gather, broadcast and reduce (reduce-scatter: the ring) and the cross-host
-                    // tree's all-reduce; on one host the tuner falls back to the ring.
+                    // all-gather, reduce-scatter, broadcast and reduce and the cross-host tree's
+                    // all-reduce; on one host the tuner falls back to the ring.
                     Config{4, "hier", "simple"}, Config{4, "hier", "ll"}, Config{4, "hier", "ll128"},
                     Config{3, "hier", "simple"}, Config{4, "crosstree", "simple"}, Config{4, "crosstree", "ll"},
                     Config{3, "crosstree", "ll128"}),

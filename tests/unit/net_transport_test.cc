@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "net/socket.h"
+#include "transport/net/net_abi.h"
 #include "transport/net/socket_net.h"
 
 namespace braid::transport {
@@ -317,22 +318,38 @@ TEST(NetTransport, AConnectionAPeerNeverMadeFailsOnceItIsGone) {
 // Connections over FIFOs that a GPU kernel shares (HostFifo::forDevice, transport/net/net_device.cc), with
 // the kernel played by two threads that touch only what a kernel touches: the counters, the slots
 // and the size words at the offsets of HostFifo::deviceLayout. The receiver attaches late, so the
-// sender's lanes arrive before their connection and must wait for it.
+// sender's lanes arrive before their connection and must wait for it. With `apart`, the slots' data
+// lies in memory of its own (HostFifo::forDeviceData, as GPU memory does under GPUDirect RDMA;
+// here host memory, registered as such), and travels alone on one lane.
 struct KernelFifo {
   std::vector<char> memory;
+  std::vector<char> apartMemory;
   char* block;
+  char* firstData;
+  size_t stride;
   HostFifo::DeviceLayout layout;
-  KernelFifo(int slots, size_t slotBytes)
+  KernelFifo(int slots, size_t slotBytes, bool apart)
       : memory(HostFifo::deviceBlockBytes(slots, slotBytes) + HostFifo::kDeviceAlign),
+        apartMemory(apart ? slots * HostFifo::deviceDataStride(slotBytes) : 0),
         layout(HostFifo::deviceLayout(slotBytes)) {
     void* p = memory.data();
     size_t space = memory.size();
     block = static_cast<char*>(std::align(HostFifo::kDeviceAlign, space - HostFifo::kDeviceAlign, p, space));
+    firstData = apart ? apartMemory.data() : block + layout.firstData;
+    stride = apart ? HostFifo::deviceDataStride(slotBytes) : layout.stride;
+  }
+  std::unique_ptr<HostFifo> fifo(int slots, size_t slotBytes) {
+    return apartMemory.empty()
+               ? HostFifo::forDevice(block, slots, slotBytes)
+               : HostFifo::forDeviceData(block, apartMemory.data(), slots, slotBytes, braid::network::kPtrHost);
   }
   std::atomic<uint64_t>& head() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.head); }
   std::atomic<uint64_t>& tail() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.tail); }
   std::atomic<uint64_t>& wanted() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.wanted); }
-  char* data(uint64_t step, int slots) { return block + layout.firstData + (step % slots) * layout.stride; }
+  std::atomic<uint64_t>& size(uint64_t step, int slots) {
+    return reinterpret_cast<std::atomic<uint64_t>*>(block + layout.kernelSizes)[step % slots];
+  }
+  char* data(uint64_t step, int slots) { return firstData + (step % slots) * stride; }
 };
 
 bool waitFor(const std::function<bool()>& ready) {
@@ -344,15 +361,18 @@ bool waitFor(const std::function<bool()>& ready) {
   return true;
 }
 
-// Ranks 0 and 1, connection (channel 3, id 1) from 0 to 1 over FIFOs a kernel shares.
-class NetTransportAttached : public testing::Test {
+// Ranks 0 and 1, connection (channel 3, id 1) from 0 to 1 over FIFOs a kernel shares; the
+// parameter: 0 both with their data beside them, 1 both with it apart (see KernelFifo), 2 only the
+// sender's apart (ranks set BRAID_NET_GDR differently).
+class NetTransportAttached : public testing::TestWithParam<int> {
  protected:
   static constexpr int kSlots = 4;
   static constexpr size_t kSlotBytes = 8192;
   std::atomic<bool> abort{false};
   std::mutex mu;
   std::vector<std::string> failures[2];
-  KernelFifo out{kSlots, kSlotBytes}, in{kSlots, kSlotBytes};  // outlive the transports over them
+  KernelFifo out{kSlots, kSlotBytes, GetParam() != 0},
+      in{kSlots, kSlotBytes, GetParam() == 1};  // outlive the transports
   std::unique_ptr<NetTransport> rank[2];
 
   void SetUp() override {
@@ -374,9 +394,9 @@ class NetTransportAttached : public testing::Test {
     for (int r = 0; r < 2; ++r) ASSERT_TRUE(rank[r]->start(handles).isOk());
     ASSERT_EQ(out.layout.firstData % HostFifo::kDeviceAlign, 0u);
     ASSERT_EQ(out.layout.stride % HostFifo::kDeviceAlign, 0u);
-    ASSERT_TRUE(rank[0]->attach(3, 1, 0, 1, HostFifo::forDevice(out.block, kSlots, kSlotBytes)).isOk());
+    ASSERT_TRUE(rank[0]->attach(3, 1, 0, 1, out.fifo(kSlots, kSlotBytes)).isOk());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its lanes reach rank 1 first
-    ASSERT_TRUE(rank[1]->attach(3, 1, 0, 1, HostFifo::forDevice(in.block, kSlots, kSlotBytes)).isOk());
+    ASSERT_TRUE(rank[1]->attach(3, 1, 0, 1, in.fifo(kSlots, kSlotBytes)).isOk());
   }
   size_t failuresOf(int r) {
     std::lock_guard<std::mutex> lock(mu);
@@ -393,7 +413,7 @@ class NetTransportAttached : public testing::Test {
       return false;
     char* d = out.data(k, kSlots);
     for (size_t i = 0; i < bytes; ++i) d[i] = byte(k, i);
-    std::memcpy(d - out.layout.sizeBefore, &bytes, sizeof(uint64_t));
+    out.size(k, kSlots).store(bytes, std::memory_order_relaxed);
     out.tail().store(k + 1, std::memory_order_release);
     return true;
   }
@@ -403,9 +423,6 @@ class NetTransportAttached : public testing::Test {
     if (!waitFor([&] { return in.tail().load(std::memory_order_acquire) >= k + 1; }))
       return "slot " + std::to_string(k) + " never came";
     const char* d = in.data(k, kSlots);
-    uint64_t got = 0;
-    std::memcpy(&got, d - in.layout.sizeBefore, sizeof(got));
-    if (got != bytes) return "slot " + std::to_string(k) + " of " + std::to_string(got) + " bytes";
     for (size_t i = 0; i < bytes; ++i) {
       if (d[i] != byte(k, i)) return "slot " + std::to_string(k) + " byte " + std::to_string(i);
     }
@@ -414,7 +431,7 @@ class NetTransportAttached : public testing::Test {
   }
 };
 
-TEST_F(NetTransportAttached, FifosOfAKernelMoveEverySlotWhole) {
+TEST_P(NetTransportAttached, FifosOfAKernelMoveEverySlotWhole) {
   for (auto& t : rank) t->beginWork();
   std::mt19937 rng(7);
   std::vector<size_t> sizes = {0, 1, kSlotBytes, 128, 65, kSlotBytes - 1};
@@ -431,7 +448,7 @@ TEST_F(NetTransportAttached, FifosOfAKernelMoveEverySlotWhole) {
 // The sender leaves after its last slot: nothing is told while the receiving kernel wants no
 // more (a peer that destroyed its communicator after its last call looks the same), even while a
 // kernel works; once it waits for one more slot, it is, naming the peer.
-TEST_F(NetTransportAttached, ASenderThatLeftFailsTheReceiverOnlyWhenItWaitsForMore) {
+TEST_P(NetTransportAttached, ASenderThatLeftFailsTheReceiverOnlyWhenItWaitsForMore) {
   for (auto& t : rank) t->beginWork();
   for (uint64_t k = 0; k < 3; ++k) {
     ASSERT_TRUE(produce(k, 100 * k));
@@ -447,7 +464,7 @@ TEST_F(NetTransportAttached, ASenderThatLeftFailsTheReceiverOnlyWhenItWaitsForMo
 }
 
 // The receiver leaves: the sender is told once its kernel publishes a slot that cannot be sent.
-TEST_F(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore) {
+TEST_P(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore) {
   for (auto& t : rank) t->beginWork();
   for (uint64_t k = 0; k < 3; ++k) {
     ASSERT_TRUE(produce(k, 100 * k));
@@ -462,6 +479,26 @@ TEST_F(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore)
   EXPECT_EQ(firstFailure(0).rfind("peer 1: ", 0), 0u) << firstFailure(0);
   rank[0]->endWork();
 }
+
+INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1),
+                         [](const testing::TestParamInfo<int>& i) { return i.param == 0 ? "beside" : "apart"; });
+
+// A sender whose slots travel as data alone and a receiver that expects headers: the receiver
+// fails the connection naming both ranks and the setting, and the sender, whose slot cannot go,
+// fails too.
+using NetTransportAttachedMismatch = NetTransportAttached;
+TEST_P(NetTransportAttachedMismatch, DataApartOnOneSideOnlyFailsNamingTheSetting) {
+  for (auto& t : rank) t->beginWork();
+  ASSERT_TRUE(produce(0, 100));
+  in.wanted().store(1, std::memory_order_release);
+  EXPECT_TRUE(waitFor([&] { return failuresOf(1) > 0; }));
+  EXPECT_NE(firstFailure(1).find("rank 0 keeps its network slots in GPU memory"), std::string::npos) << firstFailure(1);
+  EXPECT_NE(firstFailure(1).find("BRAID_NET_GDR"), std::string::npos) << firstFailure(1);
+  EXPECT_EQ(in.tail().load(), 0u);
+  EXPECT_TRUE(waitFor([&] { return failuresOf(0) > 0; })) << "the sender is told too: its slot cannot go";
+  for (auto& t : rank) t->endWork();
+}
+INSTANTIATE_TEST_SUITE_P(SenderApart, NetTransportAttachedMismatch, testing::Values(2));
 
 }  // namespace
 }  // namespace braid::transport

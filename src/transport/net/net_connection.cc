@@ -117,10 +117,14 @@ void NetConnection::fail(const std::string& why) {
 NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const network::Network* network, void* comm)
     : connection_(std::move(connection)), index_(index), network_(network), comm_(comm) {
   HostFifo& fifo = connection_->fifo();
+  const bool contiguous = fifo.wireContiguous();
+  flushes_ = !connection_->outgoing() && fifo.dataMemType() != network::kPtrHost && network_->api().iflush != nullptr;
   for (int k = 0; k < fifo.slots(); ++k) {
     void* mh = nullptr;
     Status st = network_->check(
-        network_->api().regMr(comm_, fifo.wireAt(k), HostFifo::kWireBytes + fifo.slotBytes(), network::kPtrHost, &mh),
+        contiguous ? network_->api().regMr(comm_, fifo.wireAt(k), HostFifo::kWireBytes + fifo.slotBytes(),
+                                           network::kPtrHost, &mh)
+                   : network_->api().regMr(comm_, fifo.slotAt(k), fifo.slotBytes(), fifo.dataMemType(), &mh),
         "regMr of a FIFO slot");
     if (!st.isOk()) {
       BRAID_WARN(log::Subsys::kNet, "connection with rank ", connection_->peer(), ": ", st.message());
@@ -185,13 +189,21 @@ bool NetLane::post() {
 }
 
 // Lane 0 sends [size, tag, piece 0] from the slot's own memory; other lanes their piece, if any.
+// A slot whose data lies apart from its header goes alone, on the one lane.
 bool NetLane::postSend(uint64_t slot) {
   HostFifo& fifo = connection_->fifo();
   if (slot >= fifo.tailCount()) return false;
+  const size_t size = fifo.sharedWithDevice() ? fifo.kernelSizeAt(slot) : fifo.sizeAt(slot);
   size_t begin = 0, end = 0;
-  pieceOf(fifo.sizeAt(slot), index_, connection_->lanes(), &begin, &end);
+  pieceOf(size, index_, connection_->lanes(), &begin, &end);
   char* data = index_ == 0 ? fifo.wireAt(slot) : fifo.slotAt(slot) + begin;
   size_t bytes = index_ == 0 ? HostFifo::kWireBytes + end : end - begin;
+  if (!fifo.wireContiguous()) {
+    data = fifo.slotAt(slot);
+    bytes = size;
+  } else if (index_ == 0 && fifo.sharedWithDevice()) {
+    fifo.setSizeAt(slot, size);  // the kernel wrote it beside its tail; it travels in the header
+  }
   if (index_ != 0 && bytes == 0) {
     posted_.push_back({slot, nullptr});
     return true;
@@ -215,7 +227,10 @@ bool NetLane::postRecv(uint64_t slot) {
   if (slot - fifo.headCount() >= static_cast<uint64_t>(fifo.slots())) return false;
   void* data = fifo.wireAt(slot);
   size_t bytes = HostFifo::kWireBytes + fifo.slotBytes();
-  if (index_ != 0) {
+  if (!fifo.wireContiguous()) {
+    data = fifo.slotAt(slot);
+    bytes = fifo.slotBytes();
+  } else if (index_ != 0) {
     uint64_t size = 0;
     if (!connection_->slotSize(slot, &size)) return false;
     size_t begin = 0, end = 0;
@@ -255,6 +270,13 @@ bool NetLane::complete() {
   bool moved = false;
   while (!finished_ && !posted_.empty()) {
     Posted& p = posted_.front();
+    if (p.flush != nullptr) {
+      if (!testFlush(p)) break;
+      posted_.pop_front();
+      connection_->laneDone(index_, ++done_);
+      moved = true;
+      continue;
+    }
     int size = 0;
     if (p.request != nullptr) {
       int done = 0;
@@ -277,7 +299,25 @@ bool NetLane::complete() {
       }
       if (!done) break;
     }
-    if (!connection_->outgoing() && index_ == 0) {
+    if (!connection_->outgoing() && !fifo.wireContiguous()) {
+      if (static_cast<size_t>(size) > fifo.slotBytes()) {
+        std::string why = "rank " + std::to_string(connection_->peer()) + " sent " + std::to_string(size) +
+                          " bytes for a slot of " + std::to_string(fifo.slotBytes()) +
+                          " (mismatched BRAID_CHUNK_BYTES?)";
+        BRAID_WARN(log::Subsys::kNet, "network transport: ", why);
+        finish(true, why);
+        return true;
+      }
+      connection_->setSlotSize(p.slot, static_cast<uint64_t>(size), CallTag{});
+      if (flushes_ && size > 0) {
+        // The data is in GPU memory, but a kernel may see it only once the network has flushed it.
+        if (!startFlush(p, size)) return true;
+        if (p.flush != nullptr) {
+          moved = true;
+          continue;
+        }
+      }
+    } else if (!connection_->outgoing() && index_ == 0) {
       uint64_t bytes = fifo.sizeAt(p.slot);
       size_t begin = 0, end = 0;
       pieceOf(bytes, 0, std::max(1, connection_->lanes()), &begin, &end);
@@ -302,6 +342,37 @@ bool NetLane::complete() {
     moved = true;
   }
   return moved;
+}
+
+// Starts the flush of received slot `p` (`size` bytes): false if it failed (the lane is finished).
+// A network that needs none completes it at once (no request).
+bool NetLane::startFlush(Posted& p, int size) {
+  void* data = connection_->fifo().slotAt(p.slot);
+  void* request = nullptr;
+  Status st =
+      network_->check(network_->api().iflush(comm_, 1, &data, &size, &mhandles_[p.slot % mhandles_.size()], &request),
+                      "iflush of a receive from rank " + std::to_string(connection_->peer()));
+  if (!st.isOk()) {
+    BRAID_WARN(log::Subsys::kNet, st.message());
+    finish(true, st.message());
+    return false;
+  }
+  p.request = nullptr;
+  p.flush = request;
+  return true;
+}
+
+// True once slot `p`'s flush is done (false while it runs, or when it failed: the lane is finished).
+bool NetLane::testFlush(Posted& p) {
+  int done = 0;
+  Status st = network_->check(network_->api().test(p.flush, &done, nullptr),
+                              "test of a flush of a receive from rank " + std::to_string(connection_->peer()));
+  if (!st.isOk()) {
+    BRAID_WARN(log::Subsys::kNet, st.message());
+    finish(true, st.message());
+    return false;
+  }
+  return done != 0;
 }
 
 pollfd NetLane::pollEntry() const {

@@ -135,12 +135,15 @@ class NetLane {
  private:
   struct Posted {
     uint64_t slot;
-    void* request;  // nullptr: this lane has no piece of the slot
+    void* request;          // nullptr: this lane has no piece of the slot
+    void* flush = nullptr;  // the received slot's iflush, while it runs
   };
   bool post();
   bool complete();
   bool postSend(uint64_t slot);
   bool postRecv(uint64_t slot);
+  bool startFlush(Posted& p, int size);
+  bool testFlush(Posted& p);
   void finish(bool failConnection, const std::string& why = std::string());
   void closeComm();
   void* memoryOf(uint64_t slot);
@@ -156,6 +159,7 @@ class NetLane {
   uint64_t drainBefore_ = UINT64_MAX;  // the peer went away: finish what was posted, end before this slot
   std::string drainWhy_;
   bool finished_ = false;
+  bool flushes_ = false;  // receives into GPU memory: each is flushed (iflush) before it is published
 };
 
 }  // namespace braid::transport

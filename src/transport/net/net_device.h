@@ -1,13 +1,18 @@
 // The network transport for GPUs: a connection to a GPU rank on another host is two FIFOs of this
-// rank's own in pinned, mapped host memory, moved by the network transport's proxy threads.
+// rank's own, moved by the network transport's proxy threads.
 //
-//   sender's GPU --PCIe stores--> outbox (pinned, mapped)       inbox (pinned, mapped) --PCIe loads--> receiver's GPU
-//                                    |  proxy: isend of each       ^  proxy: irecv into each free
-//                                    +--  published slot ----------+  slot, then publish
+//   sender's GPU --stores--> outbox                          inbox --loads--> receiver's GPU
+//                              |  proxy: isend of each         ^  proxy: irecv into each free
+//                              +--  published slot ------------+  slot, (iflush,) then publish
 //
-// Both are HostFifo blocks (HostFifo::forDevice), so the network transport's lanes move them exactly
-// as they move host-memory FIFOs: lane 0 sends a slot's size word with its data, the receiver
-// checks it. The kernel cannot wake a proxy: a host function in stream order before each kernel
+// Both are HostFifo blocks, so the network transport's lanes move them exactly as they move
+// host-memory FIFOs. Their counters (and the size of each slot the kernel fills) are in pinned,
+// mapped host memory, where kernel and proxy poll them. The slots' data is there too (the kernel
+// reaches it over PCIe; lane 0 sends a slot's size word with its data, the receiver checks it),
+// unless the network reads and writes GPU memory itself (ptrSupport CUDA, BRAID_NET_GDR=1):
+// then the data lies in GPU memory (HostFifo::forDeviceData), registered as such, and each
+// receive is flushed (iflush) before its slot is published: GPUDirect RDMA, "/GDRDMA" in the log.
+// The kernel cannot wake a proxy: a host function in stream order before each kernel
 // makes the proxy poll without sleeping, one after it lets it sleep again (both are captured into
 // CUDA graphs with the kernel). A connection that fails sets the abort flag, so no kernel waits for
 // data that will never come, and the communicator reports the network's words.
@@ -34,6 +39,7 @@ struct NetDeviceOptions {
   int64_t timeoutMs = 0;     // connecting
   int* abortFlag = nullptr;  // mapped host memory: set when a connection fails, so kernels stop
   std::function<void(const std::string& why)> onFailure;  // the first failure, in words
+  void* setupStream = nullptr;  // a cudaStream_t that waits for no other stream: zeroes GPU slots
 };
 
 class NetDeviceTransport : public DeviceTransport {
@@ -53,9 +59,12 @@ class NetDeviceTransport : public DeviceTransport {
   Status around(void* stream, bool begin) override;
 
  private:
+  bool gpuDirect() const;  // slots' data in GPU memory (see above)
+
   const NetDeviceOptions o_;
   std::unique_ptr<NetTransport> net_;
-  std::vector<void*> blocks_;  // the FIFOs' pinned host memory
+  std::vector<void*> blocks_;     // the FIFOs' pinned host memory
+  std::vector<void*> gpuBlocks_;  // their data in GPU memory (GPUDirect RDMA)
 };
 
 }  // namespace braid::transport

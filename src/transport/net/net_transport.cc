@@ -47,7 +47,8 @@ std::string checkNetHello(const NetHello& h, uint64_t commKey, int rank, int nra
   if (h.dst != rank || h.src < 0 || h.src >= nranks || h.src == rank)
     return "ranks out of range (" + describeHello(h) + ")";
   if (h.channel < 0 || h.channel >= kMaxChannelsOrConns || h.connId < 0 || h.connId >= kMaxChannelsOrConns ||
-      h.lanes < 1 || h.lanes > kMaxLanesPerConnection || h.index < 0 || h.index >= h.lanes) {
+      h.lanes < 1 || h.lanes > kMaxLanesPerConnection || h.index < 0 || h.index >= h.lanes ||
+      (h.flags & ~kHelloDataAlone) != 0 || ((h.flags & kHelloDataAlone) != 0 && h.lanes != 1)) {
     return "fields out of range (" + describeHello(h) + ")";
   }
   return "";
@@ -181,6 +182,10 @@ Status NetTransport::listen(const braid::net::SocketAddress& interfaceAddress, N
 
 std::string NetTransport::describe() const {
   return network_ == nullptr ? std::string("(no network)") : network_->describeDevice(device_);
+}
+
+int NetTransport::ptrSupport() const {
+  return network_ == nullptr || listenComm_ == nullptr ? 0 : network_->properties(device_).ptrSupport;
 }
 
 Status NetTransport::start(std::vector<NetHandle> peers) {
@@ -344,13 +349,15 @@ Status NetTransport::attach(int channel, int connId, int src, int dst, std::uniq
 Status NetTransport::connectOutgoing(const Key& key, std::unique_ptr<HostFifo> fifo,
                                      std::shared_ptr<NetConnection>* out) {
   const auto [channel, connId, src, dst] = key;
-  int lanes =
-      std::min(kMaxLanesPerConnection, static_cast<int>(proxies_.size()) * std::max(1, options_.nSocksPerThread));
+  const bool dataAlone = fifo != nullptr && !fifo->wireContiguous();
+  int lanes = dataAlone ? 1
+                        : std::min(kMaxLanesPerConnection,
+                                   static_cast<int>(proxies_.size()) * std::max(1, options_.nSocksPerThread));
   braid::net::Deadline deadline = braid::net::Deadline::in(options_.timeoutMs, abort_);
   std::vector<void*> comms(lanes, nullptr);
   Status st = Status::ok();
   for (int i = 0; i < lanes && st.isOk(); ++i) {
-    NetHello hello{kNetHelloMagic, commKey_, src, dst, channel, connId, i, lanes};
+    NetHello hello{kNetHelloMagic, commKey_, src, dst, channel, connId, i, lanes, dataAlone ? kHelloDataAlone : 0, 0};
     st = connectLane(dst, hello, deadline, &comms[i]);
   }
   if (!st.isOk()) {
@@ -370,7 +377,7 @@ Status NetTransport::connectOutgoing(const Key& key, std::unique_ptr<HostFifo> f
   }
   for (int i = 0; i < lanes; ++i) addLane(*out, i, comms[i]);
   BRAID_INFO(log::Subsys::kNet, "channel ", channel, " connection ", connId, ": ", src, " -> ", dst, " via NET/",
-             network_->name(), "/", device_, " (", lanes, " lane(s))");
+             network_->name(), "/", device_, dataAlone ? "/GDRDMA" : "", " (", lanes, " lane(s))");
   return Status::ok();
 }
 
@@ -558,6 +565,19 @@ void NetTransport::adopt(const NetHello& h, void* recvComm) {
 }
 
 void NetTransport::adoptInto(std::shared_ptr<NetConnection> connection, const NetHello& h, void* recvComm) {
+  const bool dataAlone = (h.flags & kHelloDataAlone) != 0;
+  if (dataAlone == connection->fifo().wireContiguous()) {
+    // Both sides choose from the same network and BRAID_NET_GDR: a difference is a setting that
+    // differs between ranks, and the kernels would wait for data that cannot arrive.
+    auto where = [](bool alone) { return alone ? "in GPU memory (GPUDirect RDMA)" : "in host memory"; };
+    std::string why = "rank " + std::to_string(h.src) + " keeps its network slots " + where(dataAlone) + " and rank " +
+                      std::to_string(h.dst) + " " + where(!dataAlone) + " (channel " + std::to_string(h.channel) +
+                      " connection " + std::to_string(h.connId) + "): set BRAID_NET_GDR alike on every rank";
+    BRAID_WARN(log::Subsys::kNet, "network transport: ", why);
+    network_->api().closeRecv(recvComm);
+    connection->fail(why);
+    return;
+  }
   if (!connection->agreeLanes(h.lanes)) {
     BRAID_WARN(log::Subsys::kNet, "network transport: dropped a lane of ", describeHello(h), ": the connection uses ",
                connection->lanes(), " lanes");

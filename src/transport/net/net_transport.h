@@ -68,7 +68,13 @@ struct NetHello {
   uint64_t magic;
   uint64_t commKey;
   int32_t src, dst, channel, connId, index, lanes;
+  int32_t flags;  // kHelloDataAlone, or 0
+  int32_t unused;
 };
+/// NetHello::flags: the sender's slots travel as their data alone (HostFifo::wireContiguous() is
+/// false: GPU memory the network reads itself), one lane a connection; the receiver's FIFO must
+/// be of the same kind.
+constexpr int32_t kHelloDataAlone = 1;
 
 /// What is wrong with a hello that arrived at rank `rank` of communicator `commKey` ("" if nothing).
 std::string checkNetHello(const NetHello& hello, uint64_t commKey, int rank, int nranks);
@@ -86,6 +92,8 @@ class NetTransport : public FifoObserver, public HostTransport {
   Status start(std::vector<NetHandle> peers);
   /// "BraidSocket/0 (eth0, ptrSupport HOST, 10000 Mb/s)" once listening.
   std::string describe() const;
+  /// The listening device's ptrSupport (net_abi.h's kPtr* bits; 0 before listen).
+  int ptrSupport() const;
 
   /// The FIFO of connection (channel, connId) from `src` to `dst` (one of them this rank), made on
   /// first use: the sender connects its lanes, the receiver's arrive through the acceptor.
@@ -93,7 +101,8 @@ class NetTransport : public FifoObserver, public HostTransport {
 
   /// Connection (channel, connId) from `src` to `dst` (one of them this rank) over `fifo`, a FIFO
   /// whose other side is a GPU kernel (HostFifo::forDevice), made now: the sender connects its
-  /// lanes, the receiver adopts them as they arrive.
+  /// lanes, the receiver adopts them as they arrive. A FIFO whose data lies apart
+  /// (HostFifo::forDeviceData) is one lane, and its slots travel as their data alone.
   Status attach(int channel, int connId, int src, int dst, std::unique_ptr<HostFifo> fifo);
 
   /// Between beginWork() and its endWork() a GPU kernel may fill or drain attached FIFOs, which
