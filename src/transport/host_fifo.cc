@@ -63,14 +63,15 @@ HostFifo::DeviceLayout HostFifo::deviceLayout(size_t slotBytes) {
 }
 
 std::unique_ptr<HostFifo> HostFifo::forDevice(void* block, int slots, size_t slotBytes) {
-  return std::unique_ptr<HostFifo>(new HostFifo(block, slots, slotBytes, nullptr, 0));
+  return std::unique_ptr<HostFifo>(new HostFifo(block, slots, slotBytes, nullptr, 0, -1));
 }
 
-std::unique_ptr<HostFifo> HostFifo::forDeviceData(void* block, char* data, int slots, size_t slotBytes, int memType) {
-  return std::unique_ptr<HostFifo>(new HostFifo(block, slots, slotBytes, data, memType));
+std::unique_ptr<HostFifo> HostFifo::forDeviceData(void* block, char* data, int slots, size_t slotBytes, int memType,
+                                                  int dmabufFd) {
+  return std::unique_ptr<HostFifo>(new HostFifo(block, slots, slotBytes, data, memType, dmabufFd));
 }
 
-HostFifo::HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType)
+HostFifo::HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType, int dmabufFd)
     : slots_(slots),
       slotBytes_(slotBytes),
       crossProcess_(true),  // no waiter here to notify: the kernel polls
@@ -88,6 +89,7 @@ HostFifo::HostFifo(void* block, int slots, size_t slotBytes, char* data, int mem
   stride_ = deviceDataStride(slotBytes);
   contiguous_ = false;
   memType_ = memType;
+  dmabufFd_ = dmabufFd;
 }
 
 // Slots of [header | data] from `first`, the data `dataOffset` into each.

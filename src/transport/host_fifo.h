@@ -136,7 +136,10 @@ class HostFifo {
   /// as `memType` (net_abi.h's kPtr*). The counters and the slots' headers stay in `block`
   /// (deviceControlBytes long, host memory), so the network carries the data alone
   /// (wireContiguous() is false): a message's size is the slot's.
-  static std::unique_ptr<HostFifo> forDeviceData(void* block, char* data, int slots, size_t slotBytes, int memType);
+  /// `dmabufFd` (>= 0): a DMA-BUF of the data, slot 0 at offset 0, to register it by
+  /// (regMrDmaBuf); owned by the caller.
+  static std::unique_ptr<HostFifo> forDeviceData(void* block, char* data, int slots, size_t slotBytes, int memType,
+                                                 int dmabufFd = -1);
   static constexpr size_t kDeviceAlign = 128;
   struct DeviceLayout {
     size_t head = 0;         // the consumer's counter
@@ -189,6 +192,9 @@ class HostFifo {
   /// carries [slotAt(c), slotAt(c) + bytes) alone, registered as dataMemType().
   bool wireContiguous() const { return contiguous_; }
   int dataMemType() const { return memType_; }
+  /// forDeviceData's DMA-BUF of the data (-1: none); slot c's offset in it: slotOffset(c).
+  int dmabufFd() const { return dmabufFd_; }
+  size_t slotOffset(uint64_t counter) const { return (counter % slots_) * stride_; }
   const CallTag& tagAt(uint64_t counter) const { return header(counter)->tag; }
   /// The slot's size and call tag as they lie in memory just ahead of its data: a network sends
   /// [wireAt(c), slotAt(c) + bytes) as one message, and a receiver takes one into the same place of
@@ -220,7 +226,7 @@ class HostFifo {
   void notify();
   template <class Ready>
   bool wait(Ready ready, const StopFlags& stop);
-  HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType);
+  HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType, int dmabufFd);
   SlotHeader* header(uint64_t counter) const {
     return reinterpret_cast<SlotHeader*>(headers_ + (counter % slots_) * headerStride_);
   }
@@ -244,6 +250,7 @@ class HostFifo {
   char* data_ = nullptr;                   // slot 0's data
   bool contiguous_ = true;                 // each slot's data right after its header
   int memType_ = 1;                        // the data's memory as the network's regMr names it (kPtrHost)
+  int dmabufFd_ = -1;                      // forDeviceData: the DMA-BUF of the data, or -1
   alignas(64) uint64_t producerHead_ = 0;  // the producer's last view of head (its side only)
   FifoObserver* observer_ = nullptr;
   std::atomic<int> pauseSpins_{0};

@@ -9,6 +9,7 @@
 // slot without its iflush hands its kernel stale bytes, and the gpu test that uses this plugin
 // fails. Copies run on one non-blocking stream (see copy()), and no CUDA call allocates (see regMr).
 #include <cuda_runtime.h>
+#include <fcntl.h>
 
 #include <atomic>
 #include <cstdio>
@@ -26,6 +27,7 @@ namespace {
 const NetV11& inner() { return socketNetwork(); }
 NetLogger gLog = nullptr;
 std::atomic<long> gFlushes{0};
+std::atomic<long> gDmaBufs{0};
 char gName[] = "BraidGdrTest";
 
 struct Region {
@@ -69,9 +71,15 @@ ncclResult_t init(void** ctx, uint64_t commId, NetCommConfig* config, NetLogger 
   return inner().init(ctx, commId, config, log, prof);
 }
 
+// BRAID_GDRTEST_DMABUF=1: DMABUF too (registrations by DMA-BUF file descriptor, regMrDmaBuf).
+bool offersDmaBuf() {
+  const char* v = std::getenv("BRAID_GDRTEST_DMABUF");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
 ncclResult_t getProperties(int dev, NetPropertiesV11* props) {
   ncclResult_t r = inner().getProperties(dev, props);
-  if (r == ncclSuccess) props->ptrSupport = kPtrHost | kPtrCuda;
+  if (r == ncclSuccess) props->ptrSupport = kPtrHost | kPtrCuda | (offersDmaBuf() ? kPtrDmaBuf : 0);
   return r;
 }
 
@@ -100,7 +108,15 @@ ncclResult_t regMr(void* comm, void* data, size_t size, int type, void** mhandle
   return ncclSuccess;
 }
 
-ncclResult_t regMrDmaBuf(void*, void*, size_t, int, uint64_t, int, void**) { return ncclInvalidUsage; }
+// A real NIC maps the DMA-BUF; this one checks that the descriptor is open and stages as for CUDA.
+ncclResult_t regMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle) {
+  if (!offersDmaBuf() || type != kPtrDmaBuf || fcntl(fd, F_GETFD) == -1) return ncclInvalidArgument;
+  if (gDmaBufs.fetch_add(1) == 0 && gLog != nullptr)
+    gLog(kNetLogInfo, kNetLogSubsys, __FILE__, __LINE__,
+         "BraidGdrTest: registered GPU memory by DMA-BUF (fd %d, offset %llu)", fd,
+         static_cast<unsigned long long>(offset));
+  return regMr(comm, data, size, kPtrCuda, mhandle);
+}
 
 ncclResult_t deregMr(void* comm, void* mhandle) {
   auto* r = static_cast<Region*>(mhandle);

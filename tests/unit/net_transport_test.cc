@@ -175,9 +175,9 @@ TEST(NetTransport, WrongHellosAreDroppedAndRealPeersStillConnect) {
 
   std::unique_ptr<network::Network> n;
   ASSERT_TRUE(network::Network::fromTable(network::socketNetwork(), "test", 99, &n).isOk());
-  NetHello otherComm{kNetHelloMagic, kKey + 1, 0, 1, 0, 0, 0, 1};
-  NetHello badRank{kNetHelloMagic, kKey, 7, 1, 0, 0, 0, 1};
-  NetHello notAHello{0x1234, kKey, 0, 1, 0, 0, 0, 1};
+  NetHello otherComm{kNetHelloMagic, kKey + 1, 0, 1, 0, 0, 0, 1, 0, 0};
+  NetHello badRank{kNetHelloMagic, kKey, 7, 1, 0, 0, 0, 1, 0, 0};
+  NetHello notAHello{0x1234, kKey, 0, 1, 0, 0, 0, 1, 0, 0};
   void* intruders[] = {intrude(*n, handles[1], &otherComm), intrude(*n, handles[1], &badRank),
                        intrude(*n, handles[1], &notAHello), intrude(*n, handles[1], nullptr)};  // the last says nothing
 

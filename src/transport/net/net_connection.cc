@@ -117,15 +117,10 @@ void NetConnection::fail(const std::string& why) {
 NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const network::Network* network, void* comm)
     : connection_(std::move(connection)), index_(index), network_(network), comm_(comm) {
   HostFifo& fifo = connection_->fifo();
-  const bool contiguous = fifo.wireContiguous();
   flushes_ = !connection_->outgoing() && fifo.dataMemType() != network::kPtrHost && network_->api().iflush != nullptr;
   for (int k = 0; k < fifo.slots(); ++k) {
     void* mh = nullptr;
-    Status st = network_->check(
-        contiguous ? network_->api().regMr(comm_, fifo.wireAt(k), HostFifo::kWireBytes + fifo.slotBytes(),
-                                           network::kPtrHost, &mh)
-                   : network_->api().regMr(comm_, fifo.slotAt(k), fifo.slotBytes(), fifo.dataMemType(), &mh),
-        "regMr of a FIFO slot");
+    Status st = registerSlot(k, &mh);
     if (!st.isOk()) {
       BRAID_WARN(log::Subsys::kNet, "connection with rank ", connection_->peer(), ": ", st.message());
       finish(true, st.message());
@@ -136,6 +131,25 @@ NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const net
 }
 
 NetLane::~NetLane() { closeComm(); }
+
+// Slot k's memory as the network sends or receives it: its header and data in host memory, or its
+// data alone (GPU memory: by its DMA-BUF where the FIFO has one).
+Status NetLane::registerSlot(int k, void** mh) {
+  HostFifo& fifo = connection_->fifo();
+  const network::NetV11& api = network_->api();
+  if (fifo.wireContiguous()) {
+    return network_->check(
+        api.regMr(comm_, fifo.wireAt(k), HostFifo::kWireBytes + fifo.slotBytes(), network::kPtrHost, mh),
+        "regMr of a FIFO slot");
+  }
+  if (fifo.dmabufFd() >= 0) {
+    return network_->check(api.regMrDmaBuf(comm_, fifo.slotAt(k), fifo.slotBytes(), network::kPtrDmaBuf,
+                                           fifo.slotOffset(k), fifo.dmabufFd(), mh),
+                           "regMrDmaBuf of a FIFO slot");
+  }
+  return network_->check(api.regMr(comm_, fifo.slotAt(k), fifo.slotBytes(), fifo.dataMemType(), mh),
+                         "regMr of a FIFO slot");
+}
 
 // Deregisters the slots and closes the network connection (requests in flight go with it; the peer
 // sees it close).

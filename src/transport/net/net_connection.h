@@ -142,6 +142,7 @@ class NetLane {
   bool complete();
   bool postSend(uint64_t slot);
   bool postRecv(uint64_t slot);
+  Status registerSlot(int k, void** mh);
   bool startFlush(Posted& p, int size);
   bool testFlush(Posted& p);
   void finish(bool failConnection, const std::string& why = std::string());

@@ -1,6 +1,8 @@
 #include "transport/net/net_device.h"
 
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -14,6 +16,30 @@ namespace {
 
 void CUDART_CB netBegin(void* transport) { static_cast<NetTransport*>(transport)->beginWork(); }
 void CUDART_CB netEnd(void* transport) { static_cast<NetTransport*>(transport)->endWork(); }
+
+// A DMA-BUF file descriptor of the GPU range [data, data + bytes) (page-aligned), from the driver's
+// cuMemGetHandleForAddressRange; -1 where the driver or the kernel cannot export one.
+int dmabufOf(void* data, size_t bytes) {
+  using GetHandle = CUresult (*)(void*, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long);
+  static GetHandle get = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &fn, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      return GetHandle{nullptr};
+    }
+    return reinterpret_cast<GetHandle>(fn);
+  }();
+  int fd = -1;
+  if (get == nullptr ||
+      get(&fd, reinterpret_cast<CUdeviceptr>(data), bytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) != CUDA_SUCCESS) {
+    return -1;
+  }
+  return fd;
+}
+
+constexpr size_t kGpuDataAlign = size_t{2} << 20;  // whole pages for a DMA-BUF (cudaMalloc aligns these)
 
 }  // namespace
 
@@ -37,6 +63,7 @@ NetDeviceTransport::~NetDeviceTransport() {
   net_.reset();  // sends what is queued, stops the proxy, closes the connections
   for (void* p : blocks_) cudaFreeHost(p);
   for (void* p : gpuBlocks_) cudaFree(p);
+  for (int fd : fds_) close(fd);
 }
 
 Status NetDeviceTransport::listen(const net::SocketAddress& interfaceAddress, unsigned char handle[128]) {
@@ -47,13 +74,41 @@ Status NetDeviceTransport::listen(const net::SocketAddress& interfaceAddress, un
   return Status::ok();
 }
 
-bool NetDeviceTransport::gpuDirect() const {
-  return (net_->ptrSupport() & network::kPtrCuda) != 0 && param::getInt(param::Id::kNetGdr) != 0;
+// Decided once, before the first connection: GPU memory registered by DMA-BUF where the network
+// takes it and the driver exports one (a probe), else registered as CUDA memory where the network
+// takes that, else staged through host memory.
+NetDeviceTransport::Gdr NetDeviceTransport::gpuDirect() {
+  if (gdrKnown_) return gdr_;
+  gdrKnown_ = true;
+  const int bits = net_->ptrSupport();
+  gdr_ = Gdr::kNone;
+  if (param::getInt(param::Id::kNetGdr) == 0) return gdr_;
+  if ((bits & network::kPtrDmaBuf) != 0 && net_->registersDmaBuf()) {
+    // Kept until the end: a cudaFree now would wait for every kernel on the GPU, other ranks' too,
+    // which may be waiting for this rank.
+    void* probe = nullptr;
+    if (cudaMalloc(&probe, kGpuDataAlign) == cudaSuccess) {
+      gpuBlocks_.push_back(probe);
+      int fd = dmabufOf(probe, kGpuDataAlign);
+      if (fd >= 0) {
+        close(fd);
+        gdr_ = Gdr::kDmaBuf;
+      }
+    }
+    if (gdr_ == Gdr::kNone)
+      BRAID_INFO(log::Subsys::kNet, "network transport: the driver exports no DMA-BUF of GPU memory here");
+  }
+  if (gdr_ == Gdr::kNone && (bits & network::kPtrCuda) != 0) gdr_ = Gdr::kCuda;
+  BRAID_INFO(log::Subsys::kNet, "network transport: GPU FIFOs ",
+             gdr_ == Gdr::kDmaBuf ? "in GPU memory, registered by DMA-BUF"
+             : gdr_ == Gdr::kCuda ? "in GPU memory, registered as CUDA memory"
+                                  : "staged in pinned host memory");
+  return gdr_;
 }
 
 Status NetDeviceTransport::reach(int, const PeerIdentity&, const DeviceOffer&, std::string* path) {
   std::string d = net_->describe();
-  *path = "NET/" + d.substr(0, d.find(' ')) + (gpuDirect() ? "/GDRDMA" : "");
+  *path = "NET/" + d.substr(0, d.find(' ')) + (gpuDirect() != Gdr::kNone ? "/GDRDMA" : "");
   return Status::ok();
 }
 
@@ -68,7 +123,8 @@ Status NetDeviceTransport::start(const std::vector<DeviceOffer>& offers) {
 // and writes it itself (GPUDirect RDMA: the kernel's loads and stores stay in HBM).
 Status NetDeviceTransport::ends(int channel, int connId, int peer, char*, char*, device::PeerConn* pc) {
   if (o_.slots != device::kSteps) return internalError("network FIFO: slots differ from the kernels' steps");
-  const bool gdr = gpuDirect();
+  const Gdr mode = gpuDirect();
+  const bool gdr = mode != Gdr::kNone;
   const HostFifo::DeviceLayout l = HostFifo::deviceLayout(o_.slotBytes);
   const size_t bytes =
       gdr ? HostFifo::deviceControlBytes(o_.slots) : HostFifo::deviceBlockBytes(o_.slots, o_.slotBytes);
@@ -86,16 +142,22 @@ Status NetDeviceTransport::ends(int channel, int connId, int peer, char*, char*,
                                     cudaHostGetDevicePointer(reinterpret_cast<void**>(&control[i]), host, 0)));
     if (gdr) {
       void* gpu = nullptr;
-      BRAID_RETURN_IF_ERROR(
-          cudaCheck("cudaMalloc (network FIFOs, GPUDirect RDMA)", cudaMalloc(&gpu, stride * o_.slots)));
+      const size_t gpuBytes = (stride * o_.slots + kGpuDataAlign - 1) / kGpuDataAlign * kGpuDataAlign;
+      BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc (network FIFOs, GPUDirect RDMA)", cudaMalloc(&gpu, gpuBytes)));
       gpuBlocks_.push_back(gpu);
+      int fd = -1;
+      if (mode == Gdr::kDmaBuf) {
+        fd = dmabufOf(gpu, gpuBytes);
+        if (fd < 0) return internalError("network FIFOs: the driver exported no DMA-BUF of their GPU memory");
+        fds_.push_back(fd);
+      }
       // On the set-up stream: other ranks' kernels on this GPU may be running (and waiting for this).
       auto setup = static_cast<cudaStream_t>(o_.setupStream);
       cudaError_t err = cudaMemsetAsync(gpu, 0, stride * o_.slots, setup);
       if (err == cudaSuccess) err = cudaStreamSynchronize(setup);
       BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemsetAsync (network FIFOs)", err));
       data[i] = static_cast<char*>(gpu);
-      fifo[i] = HostFifo::forDeviceData(host, data[i], o_.slots, o_.slotBytes, network::kPtrCuda);
+      fifo[i] = HostFifo::forDeviceData(host, data[i], o_.slots, o_.slotBytes, network::kPtrCuda, fd);
     } else {
       data[i] = control[i] + l.firstData;
       fifo[i] = HostFifo::forDevice(host, o_.slots, o_.slotBytes);

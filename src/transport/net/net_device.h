@@ -9,8 +9,9 @@
 // host-memory FIFOs. Their counters (and the size of each slot the kernel fills) are in pinned,
 // mapped host memory, where kernel and proxy poll them. The slots' data is there too (the kernel
 // reaches it over PCIe; lane 0 sends a slot's size word with its data, the receiver checks it),
-// unless the network reads and writes GPU memory itself (ptrSupport CUDA, BRAID_NET_GDR=1):
-// then the data lies in GPU memory (HostFifo::forDeviceData), registered as such, and each
+// unless the network reads and writes GPU memory itself (ptrSupport CUDA or DMABUF, BRAID_NET_GDR=1):
+// then the data lies in GPU memory (HostFifo::forDeviceData), registered as such (by a DMA-BUF
+// the driver exports where the network takes one, else as CUDA memory), and each
 // receive is flushed (iflush) before its slot is published: GPUDirect RDMA, "/GDRDMA" in the log.
 // The kernel cannot wake a proxy: a host function in stream order before each kernel
 // makes the proxy poll without sleeping, one after it lets it sleep again (both are captured into
@@ -59,12 +60,16 @@ class NetDeviceTransport : public DeviceTransport {
   Status around(void* stream, bool begin) override;
 
  private:
-  bool gpuDirect() const;  // slots' data in GPU memory (see above)
+  enum class Gdr { kNone, kCuda, kDmaBuf };  // the slots' data: host memory, or GPU memory registered so
+  Gdr gpuDirect();
 
   const NetDeviceOptions o_;
   std::unique_ptr<NetTransport> net_;
   std::vector<void*> blocks_;     // the FIFOs' pinned host memory
   std::vector<void*> gpuBlocks_;  // their data in GPU memory (GPUDirect RDMA)
+  std::vector<int> fds_;          // the DMA-BUFs of gpuBlocks_
+  bool gdrKnown_ = false;
+  Gdr gdr_ = Gdr::kNone;
 };
 
 }  // namespace braid::transport

@@ -12,22 +12,13 @@
 namespace braid::transport {
 namespace {
 
-constexpr int kIdleSpins = 64;           // step passes before a proxy sleeps in poll()
-constexpr int kPollMs = 100;             // longest sleep: how late a stop is seen
-constexpr int kPluginNapMs = 1;          // a proxy's nap when a lane has no descriptor
-constexpr int64_t kHelloWaitMs = 10000;  // an accepted lane must introduce itself by then
+constexpr int kIdleSpins = 64;   // step passes before a proxy sleeps in poll()
+constexpr int kPluginNapMs = 1;  // a proxy's nap when a lane has no descriptor
 constexpr int64_t kMaxFlushMs = 10000;
 // A peer seen gone this long ago has had its lanes (connected before it closed anything) arrive.
 constexpr int64_t kGoneDrainMs = 300;
-constexpr int kMaxChannelsOrConns = 1024;
 
 using Clock = std::chrono::steady_clock;
-
-std::string describeHello(const NetHello& h) {
-  return "rank " + std::to_string(h.src) + " -> " + std::to_string(h.dst) + ", channel " + std::to_string(h.channel) +
-         ", connection " + std::to_string(h.connId) + ", lane " + std::to_string(h.index) + " of " +
-         std::to_string(h.lanes);
-}
 
 }  // namespace
 
@@ -39,19 +30,6 @@ NetOptions NetOptions::fromParams(int slots, size_t slotBytes, int64_t timeoutMs
   o.slotBytes = slotBytes;
   o.timeoutMs = timeoutMs;
   return o;
-}
-
-std::string checkNetHello(const NetHello& h, uint64_t commKey, int rank, int nranks) {
-  if (h.magic != kNetHelloMagic) return "not a braid network-transport hello";
-  if (h.commKey != commKey) return "for another communicator";
-  if (h.dst != rank || h.src < 0 || h.src >= nranks || h.src == rank)
-    return "ranks out of range (" + describeHello(h) + ")";
-  if (h.channel < 0 || h.channel >= kMaxChannelsOrConns || h.connId < 0 || h.connId >= kMaxChannelsOrConns ||
-      h.lanes < 1 || h.lanes > kMaxLanesPerConnection || h.index < 0 || h.index >= h.lanes ||
-      (h.flags & ~kHelloDataAlone) != 0 || ((h.flags & kHelloDataAlone) != 0 && h.lanes != 1)) {
-    return "fields out of range (" + describeHello(h) + ")";
-  }
-  return "";
 }
 
 // True on a thread that is stepping lanes (a proxy, or a caller stepping them inline): a wake-up it
@@ -126,7 +104,7 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<i
       // A network without descriptors (a plugin) is polled again after a short nap instead.
       bool external = std::any_of(lanes.begin(), lanes.end(), [](const auto& l) { return !l->pollable(); });
       step.unlock();
-      int ready = poll(fds.data(), fds.size(), external ? kPluginNapMs : kPollMs);
+      int ready = poll(fds.data(), fds.size(), external ? kPluginNapMs : kNetPollMs);
       step.lock();
       if (ready > 0) {
         for (size_t i = 1; i < fds.size(); ++i) lanes[i - 1]->checkIdle(fds[i].revents);
@@ -136,14 +114,6 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<i
     idle = 0;
   }
 }
-
-struct NetTransport::Pending {
-  void* comm = nullptr;  // accepted, not yet introduced
-  void* mhandle = nullptr;
-  void* request = nullptr;
-  NetHello hello{};
-  Clock::time_point since = Clock::now();
-};
 
 NetTransport::NetTransport(uint64_t commKey, int rank, int nranks, NetOptions options, const std::atomic<bool>* abort)
     : commKey_(commKey), rank_(rank), nranks_(nranks), options_(options), abort_(abort) {}
@@ -450,141 +420,6 @@ void NetTransport::drainGone(Clock::time_point passBegan) {
     BRAID_INFO(log::Subsys::kNet, "network transport: ", why);
     c->endBefore(0, why);
   }
-}
-
-// Accepts lanes and waits for their hellos without ever blocking on one: a lane that says nothing,
-// or something else, is dropped without delaying real peers.
-void NetTransport::acceptLoop() {
-  const network::NetV11& api = network_->api();
-  std::vector<std::unique_ptr<Pending>> pending;
-  int napUs = 50;
-  while (!stop_.load(std::memory_order_acquire)) {
-    bool moved = false;
-    const Clock::time_point passBegan = Clock::now();
-    for (;;) {
-      void* comm = nullptr;
-      Status st = network_->check(api.accept(listenComm_, &comm, nullptr), "accept");
-      if (!st.isOk()) BRAID_WARN(log::Subsys::kNet, "network transport: ", st.message());
-      if (comm == nullptr) break;
-      auto p = std::make_unique<Pending>();
-      p->comm = comm;
-      pending.push_back(std::move(p));
-      moved = true;
-    }
-    auto now = Clock::now();
-    for (auto& p : pending) {
-      if (stepPending(*p)) {
-        p.reset();
-        moved = true;
-      } else if (now - p->since > std::chrono::milliseconds(kHelloWaitMs)) {
-        BRAID_WARN(log::Subsys::kNet, "network transport: dropped a connection that did not introduce itself within ",
-                   kHelloWaitMs, " ms");
-        if (p->mhandle != nullptr) api.deregMr(p->comm, p->mhandle);
-        api.closeRecv(p->comm);
-        p.reset();
-      }
-    }
-    pending.erase(std::remove(pending.begin(), pending.end(), nullptr), pending.end());
-    if (moved) {
-      napUs = 50;
-      continue;
-    }
-    if (pending.empty()) drainGone(passBegan);
-    // Nothing new: sleep on the listener (the built-in network) or nap, longer while idle.
-    std::vector<pollfd> fds{{acceptWaker_.fd(), POLLIN, 0}};
-    int fd = network_->builtIn() ? network::socketNetFd(listenComm_) : -1;
-    if (fd >= 0) fds.push_back({fd, POLLIN, 0});
-    for (const auto& p : pending) {
-      int pfd = network_->builtIn() ? network::socketNetFd(p->comm) : -1;
-      if (pfd >= 0) fds.push_back({pfd, POLLIN, 0});
-    }
-    bool nap = fd < 0 || !pending.empty();
-    acceptWaker_.prepareSleep();
-    if (!stop_.load(std::memory_order_acquire)) poll(fds.data(), fds.size(), nap ? std::max(1, napUs / 1000) : kPollMs);
-    acceptWaker_.endSleep();
-    napUs = std::min(napUs * 2, 10000);
-  }
-  for (auto& p : pending) {
-    if (p->mhandle != nullptr) api.deregMr(p->comm, p->mhandle);
-    api.closeRecv(p->comm);
-  }
-}
-
-// True when the pending lane is done with: adopted, or dropped.
-bool NetTransport::stepPending(Pending& p) {
-  const network::NetV11& api = network_->api();
-  Status st = Status::ok();
-  if (p.request == nullptr) {
-    if (p.mhandle == nullptr) {
-      st = network_->check(api.regMr(p.comm, &p.hello, sizeof(p.hello), network::kPtrHost, &p.mhandle), "regMr");
-    }
-    void* data = &p.hello;
-    size_t size = sizeof(p.hello);
-    int tag = -1;
-    if (st.isOk()) {
-      st = network_->check(api.irecv(p.comm, 1, &data, &size, &tag, &p.mhandle, nullptr, &p.request),
-                           "irecv of a hello");
-    }
-    if (st.isOk() && p.request == nullptr) return false;
-  }
-  int done = 0, bytes = 0;
-  if (st.isOk()) st = network_->check(api.test(p.request, &done, &bytes), "receiving a hello");
-  if (st.isOk() && !done) return false;
-  if (st.isOk() && bytes != static_cast<int>(sizeof(p.hello))) {
-    st = remoteError("a hello of " + std::to_string(bytes) + " bytes");
-  }
-  std::string wrong = st.isOk() ? checkNetHello(p.hello, commKey_, rank_, nranks_) : st.message();
-  if (p.mhandle != nullptr) api.deregMr(p.comm, p.mhandle);
-  p.mhandle = nullptr;
-  if (!wrong.empty()) {
-    BRAID_WARN(log::Subsys::kNet, "network transport: dropped a connection: ", wrong);
-    api.closeRecv(p.comm);
-    return true;
-  }
-  adopt(p.hello, p.comm);
-  return true;
-}
-
-void NetTransport::adopt(const NetHello& h, void* recvComm) {
-  Key key{h.channel, h.connId, h.src, h.dst};
-  if (!options_.attachedOnly) {
-    adoptInto(findOrMake(key, false, 0), h, recvComm);
-    return;
-  }
-  std::shared_ptr<NetConnection> connection;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = connections_.find(key);
-    if (it == connections_.end()) {
-      parked_.emplace(key, std::make_pair(h, recvComm));  // before its attach(): it waits
-      return;
-    }
-    connection = it->second;
-  }
-  adoptInto(connection, h, recvComm);
-}
-
-void NetTransport::adoptInto(std::shared_ptr<NetConnection> connection, const NetHello& h, void* recvComm) {
-  const bool dataAlone = (h.flags & kHelloDataAlone) != 0;
-  if (dataAlone == connection->fifo().wireContiguous()) {
-    // Both sides choose from the same network and BRAID_NET_GDR: a difference is a setting that
-    // differs between ranks, and the kernels would wait for data that cannot arrive.
-    auto where = [](bool alone) { return alone ? "in GPU memory (GPUDirect RDMA)" : "in host memory"; };
-    std::string why = "rank " + std::to_string(h.src) + " keeps its network slots " + where(dataAlone) + " and rank " +
-                      std::to_string(h.dst) + " " + where(!dataAlone) + " (channel " + std::to_string(h.channel) +
-                      " connection " + std::to_string(h.connId) + "): set BRAID_NET_GDR alike on every rank";
-    BRAID_WARN(log::Subsys::kNet, "network transport: ", why);
-    network_->api().closeRecv(recvComm);
-    connection->fail(why);
-    return;
-  }
-  if (!connection->agreeLanes(h.lanes)) {
-    BRAID_WARN(log::Subsys::kNet, "network transport: dropped a lane of ", describeHello(h), ": the connection uses ",
-               connection->lanes(), " lanes");
-    network_->api().closeRecv(recvComm);
-    return;
-  }
-  addLane(std::move(connection), h.index, recvComm);
 }
 
 // Gives the proxies time to send what this rank's last calls queued: a call returns once its data

@@ -60,6 +60,9 @@ struct NetOptions {
   static NetOptions fromParams(int slots, size_t slotBytes, int64_t timeoutMs);
 };
 
+/// The longest sleep of the transport's threads (proxies, acceptor): how late a stop is seen.
+constexpr int kNetPollMs = 100;
+
 /// The first field of every lane's hello ("braidLNE"; not the socket network's own hello).
 constexpr uint64_t kNetHelloMagic = 0x62726169644c4e45ull;
 
@@ -94,6 +97,8 @@ class NetTransport : public FifoObserver, public HostTransport {
   std::string describe() const;
   /// The listening device's ptrSupport (net_abi.h's kPtr* bits; 0 before listen).
   int ptrSupport() const;
+  /// True when the network has regMrDmaBuf.
+  bool registersDmaBuf() const { return network_ != nullptr && network_->api().regMrDmaBuf != nullptr; }
 
   /// The FIFO of connection (channel, connId) from `src` to `dst` (one of them this rank), made on
   /// first use: the sender connects its lanes, the receiver's arrive through the acceptor.
