@@ -57,7 +57,7 @@ BRAID_HOST_DEVICE inline size_t elemSizeOf(int type) {
 /// The counters and buffers one end of a directed connection uses. Pointers may be remote (peer
 /// memory mapped through P2P or CUDA IPC).
 struct SendEnd {
-  char* simple = nullptr;    // receiver's Simple slots (remote)
+  char* simple = nullptr;    // receiver's Simple slots (remote; a network peer: this rank's outbox)
   char* ll = nullptr;        // receiver's LL slots (remote)
   char* ll128 = nullptr;     // receiver's LL128 slots (remote)
   uint64_t* tail = nullptr;  // receiver's tail (remote): this end publishes here

@@ -49,7 +49,8 @@ size_t HostFifo::deviceBlockBytes(int slots, size_t slotBytes) {
 size_t HostFifo::deviceControlBytes(int slots) {
   return headerBytes(kDeviceAlign) + slots * roundUp(sizeof(SlotHeader));
 }
-size_t HostFifo::deviceDataStride(size_t slotBytes) { return roundUp(slotBytes, kDeviceAlign); }
+// Whole pages: a network maps each slot of a DMA-BUF from its own page-aligned offset.
+size_t HostFifo::deviceDataStride(size_t slotBytes) { return roundUp(slotBytes, 4096); }
 
 HostFifo::DeviceLayout HostFifo::deviceLayout(size_t slotBytes) {
   DeviceLayout l;

@@ -9,7 +9,8 @@
 // The producer fills slot (tail % S) when tail - head < S, then publishes it by writing its size
 // and, last (release), its sequence number; the consumer waits for the sequence number of slot
 // (head % S), reads it, then frees it by advancing head. The flag, the size and the first bytes of
-// data share a cache line, so a small message crosses between cores as one line; the producer
+// data share a cache line, so a small message crosses between cores as one line (a FIFO whose data
+// lies apart, forDeviceData, keeps its headers in the block and its data elsewhere); the producer
 // keeps its last view of head and reads the consumer's line only when the FIFO looks full. tail is
 // kept too, for the socket proxy's view. Each word is written by one side only.
 //
@@ -196,7 +197,8 @@ class HostFifo {
   int dmabufFd() const { return dmabufFd_; }
   size_t slotOffset(uint64_t counter) const { return (counter % slots_) * stride_; }
   const CallTag& tagAt(uint64_t counter) const { return header(counter)->tag; }
-  /// The slot's size and call tag as they lie in memory just ahead of its data: a network sends
+  /// The slot's size and call tag as they lie in memory just ahead of its data (wireContiguous()
+  /// FIFOs; forDeviceData's headers lie apart from the data and never travel): a network sends
   /// [wireAt(c), slotAt(c) + bytes) as one message, and a receiver takes one into the same place of
   /// its own slot (publish then writes the same size and tag again, and makes the slot readable).
   char* wireAt(uint64_t counter) const { return reinterpret_cast<char*>(&header(counter)->size); }

@@ -110,7 +110,7 @@ ncclResult_t regMr(void* comm, void* data, size_t size, int type, void** mhandle
 
 // A real NIC maps the DMA-BUF; this one checks that the descriptor is open and stages as for CUDA.
 ncclResult_t regMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle) {
-  if (!offersDmaBuf() || type != kPtrDmaBuf || fcntl(fd, F_GETFD) == -1) return ncclInvalidArgument;
+  if (!offersDmaBuf() || type != kPtrCuda || fcntl(fd, F_GETFD) == -1) return ncclInvalidArgument;
   if (gDmaBufs.fetch_add(1) == 0 && gLog != nullptr)
     gLog(kNetLogInfo, kNetLogSubsys, __FILE__, __LINE__,
          "BraidGdrTest: registered GPU memory by DMA-BUF (fd %d, offset %llu)", fd,

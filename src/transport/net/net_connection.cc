@@ -133,7 +133,8 @@ NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const net
 NetLane::~NetLane() { closeComm(); }
 
 // Slot k's memory as the network sends or receives it: its header and data in host memory, or its
-// data alone (GPU memory: by its DMA-BUF where the FIFO has one).
+// data alone (GPU memory: by its DMA-BUF where the FIFO has one; the type stays the memory's,
+// NCCL_PTR_CUDA, as NCCL passes it: DMABUF is a capability bit, not a buffer type).
 Status NetLane::registerSlot(int k, void** mh) {
   HostFifo& fifo = connection_->fifo();
   const network::NetV11& api = network_->api();
@@ -143,7 +144,7 @@ Status NetLane::registerSlot(int k, void** mh) {
         "regMr of a FIFO slot");
   }
   if (fifo.dmabufFd() >= 0) {
-    return network_->check(api.regMrDmaBuf(comm_, fifo.slotAt(k), fifo.slotBytes(), network::kPtrDmaBuf,
+    return network_->check(api.regMrDmaBuf(comm_, fifo.slotAt(k), fifo.slotBytes(), fifo.dataMemType(),
                                            fifo.slotOffset(k), fifo.dmabufFd(), mh),
                            "regMrDmaBuf of a FIFO slot");
   }

@@ -82,12 +82,15 @@ NetDeviceTransport::Gdr NetDeviceTransport::gpuDirect() {
   gdrKnown_ = true;
   const int bits = net_->ptrSupport();
   gdr_ = Gdr::kNone;
-  if (param::getInt(param::Id::kNetGdr) == 0) return gdr_;
+  // Without iflush a kernel could read received bytes the GPU cannot see yet.
+  if (param::getInt(param::Id::kNetGdr) == 0 || !net_->flushes()) return gdr_;
   if ((bits & network::kPtrDmaBuf) != 0 && net_->registersDmaBuf()) {
     // Kept until the end: a cudaFree now would wait for every kernel on the GPU, other ranks' too,
     // which may be waiting for this rank.
     void* probe = nullptr;
-    if (cudaMalloc(&probe, kGpuDataAlign) == cudaSuccess) {
+    if (cudaMalloc(&probe, kGpuDataAlign) != cudaSuccess) {
+      (void)cudaGetLastError();  // not left for a later check to find
+    } else {
       gpuBlocks_.push_back(probe);
       int fd = dmabufOf(probe, kGpuDataAlign);
       if (fd >= 0) {

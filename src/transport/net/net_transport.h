@@ -99,6 +99,8 @@ class NetTransport : public FifoObserver, public HostTransport {
   int ptrSupport() const;
   /// True when the network has regMrDmaBuf.
   bool registersDmaBuf() const { return network_ != nullptr && network_->api().regMrDmaBuf != nullptr; }
+  /// True when the network has iflush.
+  bool flushes() const { return network_ != nullptr && network_->api().iflush != nullptr; }
 
   /// The FIFO of connection (channel, connId) from `src` to `dst` (one of them this rank), made on
   /// first use: the sender connects its lanes, the receiver's arrive through the acceptor.
