@@ -480,6 +480,81 @@ TEST_P(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore)
   rank[0]->endWork();
 }
 
+// Several connections each way between two ranks, their data apart (one lane each), many slots
+// empty (a small call's steps), all moving at once as a ring's do: every slot arrives whole.
+TEST(NetTransportAttachedMany, ConnectionsBothWaysWithEmptySlots) {
+  constexpr int kConns = 6, kSlots = 8, kSteps = 300;
+  constexpr size_t kBytes = 4096;
+  std::atomic<bool> abort{false};
+  std::atomic<int> failures{0};
+  std::unique_ptr<NetTransport> rank[2];
+  std::vector<NetHandle> handles(2);
+  for (int r = 0; r < 2; ++r) {
+    NetOptions o;
+    o.slots = kSlots;
+    o.slotBytes = kBytes;
+    o.timeoutMs = 5000;
+    o.attachedOnly = true;
+    o.onFailure = [&](int, const std::string&) { failures.fetch_add(1); };
+    rank[r] = std::make_unique<NetTransport>(kKey, r, 2, o, &abort);
+    ASSERT_TRUE(rank[r]->listen(loopbackAddress(), &handles[r]).isOk());
+  }
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(rank[r]->start(handles).isOk());
+  // fifos[src][c]: the outbox on rank src and the inbox on the other rank of connection c.
+  std::vector<std::unique_ptr<KernelFifo>> outs, ins;
+  for (int src = 0; src < 2; ++src) {
+    for (int c = 0; c < kConns; ++c) {
+      outs.push_back(std::make_unique<KernelFifo>(kSlots, kBytes, true));
+      ins.push_back(std::make_unique<KernelFifo>(kSlots, kBytes, true));
+      ASSERT_TRUE(rank[src]->attach(0, c, src, 1 - src, outs.back()->fifo(kSlots, kBytes)).isOk());
+      ASSERT_TRUE(rank[1 - src]->attach(0, c, src, 1 - src, ins.back()->fifo(kSlots, kBytes)).isOk());
+    }
+  }
+  for (auto& t : rank) t->beginWork();
+  auto sizeOf = [](size_t f, uint64_t k) { return (k + f) % 3 == 0 ? size_t{0} : (k * 37 + f * 11) % (kBytes + 1); };
+  auto byte = [](size_t f, uint64_t k, size_t i) { return static_cast<char>((f * 7 + k * 29 + i * 13) & 0xff); };
+  std::vector<std::string> errors(outs.size()), sendErrors(outs.size());
+  std::vector<std::thread> threads;
+  for (size_t f = 0; f < outs.size(); ++f) {
+    threads.emplace_back([&, f] {  // the sending kernel
+      KernelFifo& out = *outs[f];
+      for (uint64_t k = 0; k < kSteps; ++k) {
+        if (!waitFor([&] { return k < kSlots || out.head().load(std::memory_order_acquire) >= k + 1 - kSlots; })) {
+          sendErrors[f] = "slot " + std::to_string(k) + " never freed";
+          return;
+        }
+        char* d = out.data(k, kSlots);
+        for (size_t i = 0; i < sizeOf(f, k); ++i) d[i] = byte(f, k, i);
+        out.size(k, kSlots).store(sizeOf(f, k), std::memory_order_relaxed);
+        out.tail().store(k + 1, std::memory_order_release);
+      }
+    });
+    threads.emplace_back([&, f] {  // the receiving kernel
+      KernelFifo& in = *ins[f];
+      for (uint64_t k = 0; k < kSteps && errors[f].empty(); ++k) {
+        in.wanted().store(k + 1, std::memory_order_release);
+        if (!waitFor([&] { return in.tail().load(std::memory_order_acquire) >= k + 1; })) {
+          errors[f] = "slot " + std::to_string(k) + " never came";
+          return;
+        }
+        const char* d = in.data(k, kSlots);
+        for (size_t i = 0; i < sizeOf(f, k); ++i) {
+          if (d[i] != byte(f, k, i)) {
+            errors[f] = "slot " + std::to_string(k) + " byte " + std::to_string(i);
+            return;
+          }
+        }
+        in.head().store(k + 1, std::memory_order_release);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& t : rank) t->endWork();
+  for (size_t f = 0; f < errors.size(); ++f) EXPECT_EQ(errors[f] + sendErrors[f], "") << "connection " << f;
+  EXPECT_EQ(failures.load(), 0);
+  for (auto& t : rank) t.reset();  // before the FIFOs their proxies read
+}
+
 INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1),
                          [](const testing::TestParamInfo<int>& i) { return i.param == 0 ? "beside" : "apart"; });
 
