@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../net/staging_network.h"
 #include "net/socket.h"
 #include "transport/net/net_abi.h"
 #include "transport/net/socket_net.h"
@@ -328,7 +330,8 @@ struct KernelFifo {
   char* firstData;
   size_t stride;
   HostFifo::DeviceLayout layout;
-  KernelFifo(int slots, size_t slotBytes, bool apart)
+  int memType = braid::network::kPtrHost;  // of the data apart
+  KernelFifo(int slots, size_t slotBytes, bool apart, int apartType = braid::network::kPtrHost)
       : memory(HostFifo::deviceBlockBytes(slots, slotBytes) + HostFifo::kDeviceAlign),
         apartMemory(apart ? slots * HostFifo::deviceDataStride(slotBytes) : 0),
         layout(HostFifo::deviceLayout(slotBytes)) {
@@ -337,11 +340,11 @@ struct KernelFifo {
     block = static_cast<char*>(std::align(HostFifo::kDeviceAlign, space - HostFifo::kDeviceAlign, p, space));
     firstData = apart ? apartMemory.data() : block + layout.firstData;
     stride = apart ? HostFifo::deviceDataStride(slotBytes) : layout.stride;
+    memType = apartType;
   }
   std::unique_ptr<HostFifo> fifo(int slots, size_t slotBytes) {
-    return apartMemory.empty()
-               ? HostFifo::forDevice(block, slots, slotBytes)
-               : HostFifo::forDeviceData(block, apartMemory.data(), slots, slotBytes, braid::network::kPtrHost);
+    return apartMemory.empty() ? HostFifo::forDevice(block, slots, slotBytes)
+                               : HostFifo::forDeviceData(block, apartMemory.data(), slots, slotBytes, memType);
   }
   std::atomic<uint64_t>& head() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.head); }
   std::atomic<uint64_t>& tail() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.tail); }
@@ -361,9 +364,20 @@ bool waitFor(const std::function<bool()>& ready) {
   return true;
 }
 
+// The staging network over plain memory (tests/net/staging_network.h).
+ncclResult_t hostCopy(void* dst, const void* src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return ncclSuccess;
+}
+const network::NetV11& stagingTable() {
+  static const network::NetV11 table = braid::testnet::stagingNetwork({"StagingTest", hostCopy});
+  return table;
+}
+
 // Ranks 0 and 1, connection (channel 3, id 1) from 0 to 1 over FIFOs a kernel shares; the
 // parameter: 0 both with their data beside them, 1 both with it apart (see KernelFifo), 2 only the
-// sender's apart (ranks set BRAID_NET_GDR differently).
+// sender's apart (ranks set BRAID_NET_GDR differently), 3 both apart in "GPU memory" over the
+// staging network (staging_network.h: a receive is there only once flushed).
 class NetTransportAttached : public testing::TestWithParam<int> {
  protected:
   static constexpr int kSlots = 4;
@@ -371,8 +385,9 @@ class NetTransportAttached : public testing::TestWithParam<int> {
   std::atomic<bool> abort{false};
   std::mutex mu;
   std::vector<std::string> failures[2];
-  KernelFifo out{kSlots, kSlotBytes, GetParam() != 0},
-      in{kSlots, kSlotBytes, GetParam() == 1};  // outlive the transports
+  const int gpuType = GetParam() == 3 ? braid::network::kPtrCuda : braid::network::kPtrHost;
+  KernelFifo out{kSlots, kSlotBytes, GetParam() != 0, gpuType},
+      in{kSlots, kSlotBytes, GetParam() == 1 || GetParam() == 3, gpuType};  // outlive the transports
   std::unique_ptr<NetTransport> rank[2];
 
   void SetUp() override {
@@ -384,6 +399,7 @@ class NetTransportAttached : public testing::TestWithParam<int> {
       o.slotBytes = kSlotBytes;
       o.timeoutMs = 5000;
       o.attachedOnly = true;
+      if (GetParam() == 3) o.network = &stagingTable();
       o.onFailure = [this, r](int peer, const std::string& why) {
         std::lock_guard<std::mutex> lock(mu);
         failures[r].push_back("peer " + std::to_string(peer) + ": " + why);
@@ -432,6 +448,7 @@ class NetTransportAttached : public testing::TestWithParam<int> {
 };
 
 TEST_P(NetTransportAttached, FifosOfAKernelMoveEverySlotWhole) {
+  const long flushesBefore = braid::testnet::stagingFlushes();
   for (auto& t : rank) t->beginWork();
   std::mt19937 rng(7);
   std::vector<size_t> sizes = {0, 1, kSlotBytes, 128, 65, kSlotBytes - 1};
@@ -443,6 +460,10 @@ TEST_P(NetTransportAttached, FifosOfAKernelMoveEverySlotWhole) {
   producer.join();
   for (auto& t : rank) t->endWork();
   EXPECT_EQ(failuresOf(0) + failuresOf(1), 0u) << firstFailure(0) << firstFailure(1);
+  if (GetParam() == 3) {  // one flush per slot with bytes in it, and none of an empty one
+    const long nonEmpty = std::count_if(sizes.begin(), sizes.end(), [](size_t s) { return s > 0; });
+    EXPECT_EQ(braid::testnet::stagingFlushes() - flushesBefore, nonEmpty);
+  }
 }
 
 // The sender leaves after its last slot: nothing is told while the receiving kernel wants no
@@ -465,6 +486,10 @@ TEST_P(NetTransportAttached, ASenderThatLeftFailsTheReceiverOnlyWhenItWaitsForMo
 
 // The receiver leaves: the sender is told once its kernel publishes a slot that cannot be sent.
 TEST_P(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore) {
+  // A network that is not braid's own gives braid no descriptor to watch for a peer that closed
+  // while idle (NetLane::checkIdle); it tells only through a failed request, and one small send
+  // into a closed TCP connection still succeeds.
+  if (GetParam() == 3) GTEST_SKIP() << "a plugin network reports a receiver that left only by a failed request";
   for (auto& t : rank) t->beginWork();
   for (uint64_t k = 0; k < 3; ++k) {
     ASSERT_TRUE(produce(k, 100 * k));
@@ -555,8 +580,10 @@ TEST(NetTransportAttachedMany, ConnectionsBothWaysWithEmptySlots) {
   for (auto& t : rank) t.reset();  // before the FIFOs their proxies read
 }
 
-INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1),
-                         [](const testing::TestParamInfo<int>& i) { return i.param == 0 ? "beside" : "apart"; });
+INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1, 3),
+                         [](const testing::TestParamInfo<int>& i) {
+                           return std::string(i.param == 0 ? "beside" : i.param == 1 ? "apart" : "apartFlushed");
+                         });
 
 // A sender whose slots travel as data alone and a receiver that expects headers: the receiver
 // fails the connection naming both ranks and the setting, and the sender, whose slot cannot go,

@@ -209,15 +209,14 @@ bool NetLane::postSend(uint64_t slot) {
   HostFifo& fifo = connection_->fifo();
   if (slot >= fifo.tailCount()) return false;
   const size_t size = fifo.sharedWithDevice() ? fifo.kernelSizeAt(slot) : fifo.sizeAt(slot);
-  size_t begin = 0, end = 0;
-  pieceOf(size, index_, connection_->lanes(), &begin, &end);
-  char* data = index_ == 0 ? fifo.wireAt(slot) : fifo.slotAt(slot) + begin;
-  size_t bytes = index_ == 0 ? HostFifo::kWireBytes + end : end - begin;
-  if (!fifo.wireContiguous()) {
-    data = fifo.slotAt(slot);
-    bytes = size;
-  } else if (index_ == 0 && fifo.sharedWithDevice()) {
-    fifo.setSizeAt(slot, size);  // the kernel wrote it beside its tail; it travels in the header
+  char* data = fifo.slotAt(slot);
+  size_t bytes = size;
+  if (fifo.wireContiguous()) {
+    size_t begin = 0, end = 0;
+    pieceOf(size, index_, connection_->lanes(), &begin, &end);
+    data = index_ == 0 ? fifo.wireAt(slot) : data + begin;
+    bytes = index_ == 0 ? HostFifo::kWireBytes + end : end - begin;
+    if (index_ == 0 && fifo.sharedWithDevice()) fifo.setSizeAt(slot, size);  // the kernel wrote it beside its tail
   }
   if (index_ != 0 && bytes == 0) {
     posted_.push_back({slot, nullptr});

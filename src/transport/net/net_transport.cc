@@ -135,7 +135,9 @@ NetTransport::~NetTransport() {
 }
 
 Status NetTransport::listen(const braid::net::SocketAddress& interfaceAddress, NetHandle* handle) {
-  BRAID_RETURN_IF_ERROR(network::Network::open(commKey_, &network_));
+  BRAID_RETURN_IF_ERROR(options_.network != nullptr
+                            ? network::Network::fromTable(*options_.network, "a test's", commKey_, &network_)
+                            : network::Network::open(commKey_, &network_));
   device_ = 0;
   if (network_->builtIn()) {
     // The built-in network's device with the bootstrap's address: the interface the job already uses.

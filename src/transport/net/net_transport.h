@@ -55,6 +55,8 @@ struct NetOptions {
   // which no closed FIFO stops. A peer that leaves fails an attached connection only once a
   // kernel needs what it will not send or receive (NetConnection::checkEnded).
   std::function<void(int peer, const std::string& why)> onFailure;
+  // Tests: this network instead of the one Network::open chooses (plugins, BRAID_NET).
+  const network::NetV11* network = nullptr;
 
   /// BRAID_SOCKET_NTHREADS and BRAID_NSOCKS_PERTHREAD (clamped), with these FIFO sizes.
   static NetOptions fromParams(int slots, size_t slotBytes, int64_t timeoutMs);
