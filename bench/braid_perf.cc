@@ -157,6 +157,12 @@ int run(const Options& o) {
       std::fprintf(stderr, "braid-perf: under a launcher each process is one rank: drop -t and -p, use -g 1 at most\n");
       return 2;
     }
+    if (o.hosts > 0) {
+      std::fprintf(stderr,
+                   "braid-perf: --hosts splits braid-perf's own ranks; under a launcher give each process "
+                   "its host with BRAID_HOSTID\n");
+      return 2;
+    }
     const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
     if (size == nullptr) size = std::getenv("WORLD_SIZE");
     if (size == nullptr) size = std::getenv("SLURM_NTASKS");
