@@ -77,10 +77,8 @@ Status Comm::start(const InitArgs& args, std::shared_ptr<Comm>* out) {
   } else {
     Comm* raw = comm.get();
     bootstrap::UniqueIdBytes id = args.id;
-    std::string hostId = threadHostIdentity();
-    comm->initThread_ = std::thread([raw, id, hostId] {
+    comm->initThread_ = std::thread([raw, id] {
       if (raw->cudaDevice_ >= 0) exec::cudaSelectDevice(raw->cudaDevice_).ignore();  // the device is per thread
-      setThreadHostIdentity(hostId);
       raw->runInit(id);
     });
   }

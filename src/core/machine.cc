@@ -20,7 +20,6 @@ thread_local std::string tHostId;  // setThreadHostIdentity
 }  // namespace
 
 void setThreadHostIdentity(const std::string& id) { tHostId = id; }
-const std::string& threadHostIdentity() { return tHostId; }
 
 std::string hostName() {
   if (!tHostId.empty()) return tHostId;

@@ -18,12 +18,10 @@ std::string hostIdentity();
 /// A readable name for this host in topologies and logs: BRAID_HOSTID, else the host name.
 std::string hostName();
 
-/// Benchmarks and tests on one machine: communicators that this thread creates
-/// (and non-blocking ones started on it) count as on host `id`, over BRAID_HOSTID and the machine's own identity, so
-/// that thread ranks of one process can pretend to be several hosts (braid-perf --hosts). "" ends the pretence.
+/// Benchmarks on one machine: communicators this thread creates by a blocking init count as on
+/// host `id`, over BRAID_HOSTID and the machine's own identity, so that thread ranks of one process
+/// can pretend to be several hosts (braid-perf --hosts). "" ends the pretence.
 void setThreadHostIdentity(const std::string& id);
-/// What setThreadHostIdentity set on this thread ("" if nothing): a non-blocking init carries it.
-const std::string& threadHostIdentity();
 
 /// This host's topology. With BRAID_TOPO_FILE: the file's host named hostName(), or its only host,
 /// renamed to hostName(); else discovery (hwloc, sysfs, NVML, the CUDA runtime's devices).
