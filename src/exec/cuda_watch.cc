@@ -133,6 +133,12 @@ void CudaEngine::watchSample(GpuWatchSample* out) const {
                                        : std::string("runs (its first CTA has ended)")) +
                 " (" + std::to_string(launched) + " launched)";
   if (!lanes.empty()) out->detail += "; " + lanes;
+  // Where the bytes from (and to) that peer stand in a transport that holds them between the
+  // kernels (the network's proxy): a slot sent but never received, or never sent.
+  for (const auto& t : s.transports) {
+    const std::string links = t == nullptr || out->waitingOn < 0 ? std::string() : t->describeLinks(out->waitingOn);
+    if (!links.empty()) out->detail += "\n    network: " + links;
+  }
 }
 
 }  // namespace braid::exec

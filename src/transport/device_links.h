@@ -62,6 +62,9 @@ class DeviceTransport {
   /// Stream-ordered work around each kernel on `stream` (a cudaStream_t), captured into graphs
   /// with it: the network's proxy polls while kernels run.
   virtual Status around(void* stream, bool begin) { return Status::ok(); }
+  /// For a hang report: where the bytes between this rank and `peer` stand in this transport
+  /// ("" where it keeps nothing between the two kernels, as mapped memory does).
+  virtual std::string describeLinks(int peer) const { return std::string(); }
 };
 
 /// Both ends of a connection whose blocks are mapped here (p2p, shm): the sender writes the

@@ -58,6 +58,9 @@ class NetDeviceTransport : public DeviceTransport {
   Status start(const std::vector<DeviceOffer>& offers) override;
   Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
   Status around(void* stream, bool begin) override;
+  std::string describeLinks(int peer) const override {
+    return net_ == nullptr ? std::string() : net_->describePeer(peer);
+  }
 
  private:
   enum class Gdr { kNone, kCuda, kDmaBuf };  // the slots' data: host memory, or GPU memory registered so

@@ -156,6 +156,27 @@ std::string NetTransport::describe() const {
   return network_ == nullptr ? std::string("(no network)") : network_->describeDevice(device_);
 }
 
+std::string NetTransport::describePeer(int peer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  for (const auto& kv : connections_) {
+    const auto& [channel, connId, src, dst] = kv.first;
+    if (src != peer && dst != peer) continue;
+    HostFifo& f = kv.second->fifo();
+    out += std::string(out.empty() ? "" : "; ") + "channel " + std::to_string(channel) + " connection " +
+           std::to_string(connId) + (kv.second->outgoing() ? " to" : " from") + " rank " + std::to_string(peer) + ": ";
+    if (kv.second->outgoing()) {
+      out += std::to_string(f.tailCount()) + " slot(s) filled here, " + std::to_string(f.headCount()) +
+             " sent over the network";
+    } else {
+      out += std::to_string(f.tailCount()) + " slot(s) received, " + std::to_string(f.headCount()) + " consumed here";
+      if (f.sharedWithDevice()) out += " (the kernel waits for " + std::to_string(f.wantedCount()) + ")";
+    }
+    if (f.closedBy() >= 0) out += ", closed by rank " + std::to_string(f.closedBy());
+  }
+  return out;
+}
+
 int NetTransport::ptrSupport() const {
   return network_ == nullptr || listenComm_ == nullptr ? 0 : network_->properties(device_).ptrSupport;
 }

@@ -97,6 +97,11 @@ class NetTransport : public FifoObserver, public HostTransport {
   Status start(std::vector<NetHandle> peers);
   /// "BraidSocket/0 (eth0, ptrSupport HOST, 10000 Mb/s)" once listening.
   std::string describe() const;
+  /// For a hang report: each connection with `peer`, its slots counted at each hand-over (what this
+  /// rank's sender published, the network sent and the peer freed; what the network received and
+  /// this rank's reader consumed), so that a report tells a slot stuck in the network from one
+  /// that was never sent.
+  std::string describePeer(int peer) const;
   /// The listening device's ptrSupport (net_abi.h's kPtr* bits; 0 before listen).
   int ptrSupport() const;
   /// True when the network has regMrDmaBuf.
@@ -161,7 +166,7 @@ class NetTransport : public FifoObserver, public HostTransport {
   Waker acceptWaker_;
   std::thread acceptor_;
   std::atomic<bool> stop_{false};
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<Key, std::shared_ptr<NetConnection>> connections_;
   std::multimap<Key, std::pair<NetHello, void*>> parked_;  // lanes waiting for attach() (guarded by mu_)
   struct Gone {
