@@ -88,12 +88,13 @@ const network::NetV11& stagingTable() {
 class NetTransportAttached : public testing::TestWithParam<int> {
  protected:
   static constexpr int kSlots = 4;
-  static constexpr size_t kSlotBytes = 8192;
+  // Param 4: data beside, slots large enough to be cut into pieces over both lanes.
+  const size_t kSlotBytes = GetParam() == 4 ? 4 * kMinPieceBytes : 8192;
   std::atomic<bool> abort{false};
   std::mutex mu;
   std::vector<std::string> failures[2];
   const int gpuType = GetParam() == 3 ? braid::network::kPtrCuda : braid::network::kPtrHost;
-  KernelFifo out{kSlots, kSlotBytes, GetParam() != 0, gpuType},
+  KernelFifo out{kSlots, kSlotBytes, GetParam() >= 1 && GetParam() <= 3, gpuType},
       in{kSlots, kSlotBytes, GetParam() == 1 || GetParam() == 3, gpuType};  // outlive the transports
   std::unique_ptr<NetTransport> rank[2];
 
@@ -181,6 +182,27 @@ TEST_P(NetTransportAttached, FifosOfAKernelMoveEverySlotWhole) {
   }
 }
 
+// Kernels come and go, as calls do: each round the sending kernel fills its slots and ends at
+// once (its proxy sends them with no kernel running), the receiving kernel takes them, and both
+// proxies idle between rounds. Rounds alternate slots cut into pieces with small ones.
+TEST_P(NetTransportAttached, SlotsOfKernelsThatEndedStillMove) {
+  std::mt19937 rng(11);
+  uint64_t k = 0;
+  for (int round = 0; round < 12; ++round) {
+    std::vector<size_t> sizes;
+    for (int i = 0; i < 3; ++i) sizes.push_back(round % 2 == 0 ? kSlotBytes - rng() % 1000 : rng() % 200);
+    rank[0]->beginWork();
+    rank[1]->beginWork();
+    for (size_t i = 0; i < sizes.size(); ++i) ASSERT_TRUE(produce(k + i, sizes[i])) << "round " << round;
+    rank[0]->endWork();
+    for (size_t i = 0; i < sizes.size(); ++i) ASSERT_EQ(consume(k + i, sizes[i]), "") << "round " << round;
+    rank[1]->endWork();
+    k += sizes.size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(failuresOf(0) + failuresOf(1), 0u) << firstFailure(0) << firstFailure(1);
+}
+
 // The sender leaves after its last slot: nothing is told while the receiving kernel wants no
 // more (a peer that destroyed its communicator after its last call looks the same), even while a
 // kernel works; once it waits for one more slot, it is, naming the peer.
@@ -222,15 +244,18 @@ TEST_P(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore)
 
 // Several connections each way between two ranks, their data apart (one lane each), many slots
 // empty (a small call's steps), all moving at once as a ring's do: every slot arrives whole.
-TEST(NetTransportAttachedMany, ConnectionsBothWaysWithEmptySlots) {
+// Connections 0..5 of channel 0 both ways between two ranks, slots of kBytes, their data apart
+// (one lane) or beside (cut into pieces over two lanes where a slot is large enough); slot k of
+// FIFO f holds sizeOf(f, k) bytes.
+void connectionsBothWays(size_t kBytes, bool apart, size_t (*sizeOf)(size_t f, uint64_t k)) {
   constexpr int kConns = 6, kSlots = 8, kSteps = 300;
-  constexpr size_t kBytes = 4096;
   std::atomic<bool> abort{false};
   std::atomic<int> failures{0};
   std::unique_ptr<NetTransport> rank[2];
   std::vector<NetHandle> handles(2);
   for (int r = 0; r < 2; ++r) {
     NetOptions o;
+    o.nSocksPerThread = 2;
     o.slots = kSlots;
     o.slotBytes = kBytes;
     o.timeoutMs = 5000;
@@ -244,14 +269,13 @@ TEST(NetTransportAttachedMany, ConnectionsBothWaysWithEmptySlots) {
   std::vector<std::unique_ptr<KernelFifo>> outs, ins;
   for (int src = 0; src < 2; ++src) {
     for (int c = 0; c < kConns; ++c) {
-      outs.push_back(std::make_unique<KernelFifo>(kSlots, kBytes, true));
-      ins.push_back(std::make_unique<KernelFifo>(kSlots, kBytes, true));
+      outs.push_back(std::make_unique<KernelFifo>(kSlots, kBytes, apart));
+      ins.push_back(std::make_unique<KernelFifo>(kSlots, kBytes, apart));
       ASSERT_TRUE(rank[src]->attach(0, c, src, 1 - src, outs.back()->fifo(kSlots, kBytes)).isOk());
       ASSERT_TRUE(rank[1 - src]->attach(0, c, src, 1 - src, ins.back()->fifo(kSlots, kBytes)).isOk());
     }
   }
   for (auto& t : rank) t->beginWork();
-  auto sizeOf = [](size_t f, uint64_t k) { return (k + f) % 3 == 0 ? size_t{0} : (k * 37 + f * 11) % (kBytes + 1); };
   auto byte = [](size_t f, uint64_t k, size_t i) { return static_cast<char>((f * 7 + k * 29 + i * 13) & 0xff); };
   std::vector<std::string> errors(outs.size()), sendErrors(outs.size());
   std::vector<std::thread> threads;
@@ -295,9 +319,25 @@ TEST(NetTransportAttachedMany, ConnectionsBothWaysWithEmptySlots) {
   for (auto& t : rank) t.reset();  // before the FIFOs their proxies read
 }
 
-INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1, 3),
+TEST(NetTransportAttachedMany, ConnectionsBothWaysWithEmptySlots) {
+  connectionsBothWays(4096, true,
+                      [](size_t f, uint64_t k) { return (k + f) % 3 == 0 ? size_t{0} : (k * 37 + f * 11) % 4097; });
+}
+
+// Runs of slots cut into pieces (two lanes) between runs of small ones (lane 0 alone), as a
+// sweep's large calls and the small ones after them do.
+TEST(NetTransportAttachedMany, ConnectionsBothWaysLargeThenSmallSlots) {
+  connectionsBothWays(4 * kMinPieceBytes, false, [](size_t f, uint64_t k) {
+    return (k / 5 + f) % 2 == 0 ? 4 * kMinPieceBytes - (k * 37 + f * 11) % 1000 : (k * 37 + f * 11) % 300;
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1, 3, 4),
                          [](const testing::TestParamInfo<int>& i) {
-                           return std::string(i.param == 0 ? "beside" : i.param == 1 ? "apart" : "apartFlushed");
+                           return std::string(i.param == 0   ? "beside"
+                                              : i.param == 1 ? "apart"
+                                              : i.param == 3 ? "apartFlushed"
+                                                             : "besideInPieces");
                          });
 
 // A sender whose slots travel as data alone and a receiver that expects headers: the receiver

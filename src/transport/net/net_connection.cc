@@ -231,6 +231,8 @@ bool NetLane::postSend(uint64_t slot) {
     return false;
   }
   if (request == nullptr) return false;  // the network is full: later
+  BRAID_TRACE(log::Subsys::kNet, "to rank ", connection_->peer(), " lane ", index_, ": slot ", slot, " of ", size,
+              " bytes, ", bytes, " sent");
   posted_.push_back({slot, request});
   return true;
 }
@@ -275,6 +277,8 @@ bool NetLane::postRecv(uint64_t slot) {
     return false;
   }
   if (request == nullptr) return false;
+  BRAID_TRACE(log::Subsys::kNet, "from rank ", connection_->peer(), " lane ", index_, ": slot ", slot, ", up to ",
+              bytes, " bytes posted");
   posted_.push_back({slot, request});
   return true;
 }
@@ -346,6 +350,8 @@ bool NetLane::complete() {
       }
       connection_->setSlotSize(p.slot, bytes, fifo.tagAt(p.slot));
     }
+    BRAID_TRACE(log::Subsys::kNet, connection_->outgoing() ? "to" : "from", " rank ", connection_->peer(), " lane ",
+                index_, ": slot ", p.slot, " done (", size, " bytes)");
     posted_.pop_front();
     connection_->laneDone(index_, ++done_);
     moved = true;
