@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/datatype.h"
+#include "core/machine.h"
 #include "gpu_sweeper.h"
 #include "nccl_loader.h"
 #include "perf_check.h"
@@ -93,6 +94,7 @@ Error initComms(const Options& o, const braidUniqueId* id, int n, bool fromEnv, 
     // The communicator takes the current device: set it on the thread that calls init.
     Error err = cudaCheck(cudaSetDevice(g.device), "cudaSetDevice");
     if (err.empty()) {
+      braid::core::setThreadHostIdentity(fromEnv ? "" : pretendedHost(o, g.rank, n));
       braidResult_t rc =
           fromEnv ? braidCommInitFromEnv(&g.comm, &c) : braidCommInitRankConfig(&g.comm, n, *id, g.rank, &c);
       err = braidCheck(rc, "init");

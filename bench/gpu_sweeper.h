@@ -4,9 +4,10 @@
 // through NCCL. Included by gpu_sweep.cc only, which makes the communicators and the threads.
 //
 // No call here may synchronize a whole device while the sweep runs (cudaFree, cudaMallocHost, a
-// legacy-stream copy): when several ranks share a GPU, one rank's kernel waits for a peer whose thread
-// would be stuck in that synchronization. So every allocation happens before the communicator exists,
-// copies are asynchronous on the rank's own non-blocking stream, and teardown waits for every thread.
+// legacy-stream copy, a pageable copy queued behind a kernel): when several ranks share a GPU, one
+// rank's kernel waits for a peer whose thread would be stuck in that synchronization. So every allocation happens
+// before the communicator exists, copies are asynchronous on the rank's own non-blocking stream, and teardown waits for
+// every thread.
 #pragma once
 
 #include <braid/braid.h>
@@ -167,6 +168,11 @@ class Sweeper {
     PERF_TRY(braidAll([&](GpuRank& g) {
       return braidCheck(braidAllReduce(g.sums, g.sums, k, braidFloat64, op, g.comm, g.stream), "braidAllReduce");
     }));
+    // The downloads go to pageable memory only once the all-reduce is done: a pageable copy queued
+    // behind a kernel holds this thread, and the driver's pageable copies of every other thread of
+    // the process, until the kernel ends; a peer whose upload waits there never launches its part
+    // of the all-reduce (a hang of thread ranks across pretended hosts, bench/NOTES.md).
+    PERF_TRY(waitAll());
     for (size_t j = 0; j < ranks_.size(); ++j) {
       GpuRank& g = ranks_[j];
       PERF_TRY(cudaCheck(cudaSetDevice(g.device), "cudaSetDevice"));

@@ -35,7 +35,6 @@ const char* kUsage =
     "  --plot file.png  draw busbw against size (braid-plot, gnuplot; NCCL beside braid with --compare)\n"
     "  --hosts n        split the ranks into n pretended hosts (consecutive ranks; sockets between them,\n"
     "                   even between threads of one process): cross-host algorithms on one machine\n"
-    "                   (host memory only for now)\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); under mpirun and srun through their PMIx server, nothing to set.\n";
 
@@ -141,14 +140,6 @@ bool parseOptions(int argc, char** argv, Options* o) {
   }
   if (o->maxBytes < o->minBytes) {
     std::fprintf(stderr, "braid-perf: -e (%zu) is smaller than -b (%zu)\n", o->maxBytes, o->minBytes);
-    return false;
-  }
-  // GPU ranks of one process as pretended hosts hung on the H200 (bench/NOTES.md, eighteenth
-  // session) and are not yet understood: refused rather than left to hang.
-  if (o->gpus > 0 && o->hosts > 0) {
-    std::fprintf(stderr,
-                 "braid-perf: --hosts is for host memory only for now (GPU ranks as pretended hosts hung; "
-                 "bench/NOTES.md): use processes with BRAID_HOSTID (bench/gpu-hosts-bench)\n");
     return false;
   }
   // Host communicators have no protocols, CTAs, graphs or NCCL twin: say so rather than ignore the option.
