@@ -37,13 +37,88 @@ struct HierRounds {
   }
 };
 
-// Each phase runs over all of the channel's rounds before the next begins, so that each streams
-// through its FIFOs without waiting at every round for the other level.
+// Round `rb`'s shard `s` (of `hosts` blocks) all-reduced on the rail through `p`, in place in the
+// output; its ops are split in three, so that a caller may put other work between them: `from` 0
+// is the first op (a send), 1 the ops up to the one that finishes this host's block, 2 the rest.
+template <class P>
+BRAID_HOST_DEVICE void railAllReduce(P& p, RoundBlocks sb, int pos, int hosts, bool post, int from, int to) {
+  sb.blk = alignElems(divUp(sb.size, hosts));
+  if (from <= 0 && to >= 0) p.sendOutput(sb.off(wrap(pos - 1, hosts)), sb.len(wrap(pos - 1, hosts)));
+  if (from <= 1 && to >= 1) {
+    for (int step = 2; step < hosts; ++step) {
+      const int j = wrap(pos - step, hosts);
+      p.recvReduceSendOutput(sb.off(j), sb.len(j));
+    }
+    p.recvReduceOutputSend(sb.off(pos), sb.len(pos), post);
+  }
+  if (from <= 2 && to >= 2) {
+    for (int step = 1; step < hosts - 1; ++step) {
+      const int j = wrap(pos - step, hosts);
+      p.recvReplaceSend(sb.off(j), sb.len(j));
+    }
+    const int j = wrap(pos + 1, hosts);
+    p.recvReplace(sb.off(j), sb.len(j));
+  }
+}
+
+// Even hosts (every rank owns one shard a round), the levels overlapped: round i's rail ops are
+// spread over the host ring's work of rounds i + 1 (reduce-scatter) and i - 1 (all-gather), so
+// that the network carries round i while the copies and reductions inside the host run:
+//   rail send (i) | reduce-scatter (i + 1) | rail reduce and send (i) | all-gather (i - 1) | rail receive (i)
+// The host ring's two phases share one connection in this order on every rank of the host; the
+// rounds are disjoint parts of the output, so no op touches another's elements.
+template <class Backend>
+BRAID_HOST_DEVICE void hierAllReduceOverlapped(Backend& b, const WorkArgs& w, const HierRounds& rounds) {
+  const HostsView& h = w.hosts;
+  const int k = h.size(h.host), me = h.local, hosts = h.n;
+  const Range r = rounds.range;
+  const int localPrev = h.at(h.host, me + k - 1), localNext = h.at(h.host, me + 1);
+  const int railPrev = h.at(wrap(h.host - 1, hosts), me), railNext = h.at(wrap(h.host + 1, hosts), me);
+  auto local = b.open(&localPrev, 1, &localNext, 1, kConnLocal);
+  auto rail = b.open(&railPrev, 1, &railNext, 1, kConnRail);
+  const size_t step = rounds.roundElems();
+  const size_t nRounds = r.end > r.begin ? divUp(r.end - r.begin, step) : 0;
+  auto reduceScatter = [&](size_t i) {
+    const RoundBlocks rb = rounds.at(r.begin + i * step);
+    local.send(rb.off(wrap(me - 1, k)), rb.len(wrap(me - 1, k)));
+    for (int s = 2; s < k; ++s) local.recvReduceSend(rb.off(wrap(me - s, k)), rb.len(wrap(me - s, k)));
+    local.recvReduceCopy(rb.off(me), rb.off(me), rb.len(me), false);
+  };
+  auto allGather = [&](size_t i) {
+    const RoundBlocks rb = rounds.at(r.begin + i * step);
+    local.sendOutput(rb.off(me), rb.len(me));
+    for (int s = 1; s < k - 1; ++s) local.recvCopySend(rb.off(wrap(me - s, k)), rb.len(wrap(me - s, k)));
+    local.recv(rb.off(wrap(me + 1, k)), rb.len(wrap(me + 1, k)));
+  };
+  auto railPart = [&](size_t i, int part) {
+    const RoundBlocks rb = rounds.at(r.begin + i * step);
+    railAllReduce(rail, RoundBlocks{rb.off(me), rb.len(me), 0}, h.host, hosts, w.postOp, part, part);
+  };
+  if (nRounds > 0) reduceScatter(0);
+  for (size_t i = 0; i < nRounds; ++i) {
+    railPart(i, 0);
+    if (i + 1 < nRounds) reduceScatter(i + 1);
+    railPart(i, 1);
+    if (i > 0) allGather(i - 1);
+    railPart(i, 2);
+  }
+  if (nRounds > 0) allGather(nRounds - 1);
+}
+
+// Uneven hosts: each phase runs over all of the channel's rounds before the next begins, so that
+// each streams through its FIFOs without waiting at every round for the other level (a rank
+// owning several shards takes their rails one after another).
 template <class Backend>
 BRAID_HOST_DEVICE void hierAllReduce(Backend& b, const WorkArgs& w) {
   const HostsView& h = w.hosts;
   const int k = h.size(h.host), me = h.local, hosts = h.n, shards = h.most;
   const HierRounds rounds{channelRange(w.count, w.channel, w.nChannels), w.chunkElems, shards};
+  bool even = hosts > 1 && k > 1;  // every host k ranks (one schedule on every rank: mixed ones deadlock)
+  for (int g = 0; even && g < hosts; ++g) even = h.size(g) == shards;
+  if (even) {
+    hierAllReduceOverlapped(b, w, rounds);
+    return;
+  }
   const Range r = rounds.range;
   const int localPrev = h.at(h.host, me + k - 1), localNext = h.at(h.host, me + 1);
   const bool postInside = w.postOp && hosts == 1;  // else the step across hosts finishes the values
@@ -71,24 +146,9 @@ BRAID_HOST_DEVICE void hierAllReduce(Backend& b, const WorkArgs& w) {
   for (int s = me; s < shards && hosts > 1; s += k) {
     const int prev = h.at(wrap(h.host - 1, hosts), s), next = h.at(wrap(h.host + 1, hosts), s);
     auto p = b.open(&prev, 1, &next, 1, kConnRail);
-    const int pos = h.host;
     for (size_t base = r.begin; base < r.end; base += rounds.roundElems()) {
       const RoundBlocks rb = rounds.at(base);
-      RoundBlocks sb{off(rb, s), len(rb, s), 0};
-      sb.blk = alignElems(divUp(sb.size, hosts));
-      int j = wrap(pos - 1, hosts);
-      p.sendOutput(sb.off(j), sb.len(j));
-      for (int step = 2; step < hosts; ++step) {
-        j = wrap(pos - step, hosts);
-        p.recvReduceSendOutput(sb.off(j), sb.len(j));
-      }
-      p.recvReduceOutputSend(sb.off(pos), sb.len(pos), w.postOp);
-      for (int step = 1; step < hosts - 1; ++step) {
-        j = wrap(pos - step, hosts);
-        p.recvReplaceSend(sb.off(j), sb.len(j));
-      }
-      j = wrap(pos + 1, hosts);
-      p.recvReplace(sb.off(j), sb.len(j));
+      railAllReduce(p, RoundBlocks{off(rb, s), len(rb, s), 0}, h.host, hosts, w.postOp, 0, 2);
     }
   }
   if (k == 1) return;
