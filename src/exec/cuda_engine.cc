@@ -254,6 +254,9 @@ transport::DeviceOffer CudaEngine::exported() const {
   e.bytes = std::max<size_t>(s_->layouts[s_->o.rank].bytes, 256);
   std::snprintf(e.shm, sizeof(e.shm), "%s", s_->shmName.c_str());
   std::memcpy(e.net, s_->netHandle, sizeof(e.net));
+  if (auto* net =
+          static_cast<transport::NetDeviceTransport*>(s_->transports[static_cast<int>(transport::Kind::kNet)].get()))
+    e.netGdr = net->gpuDirectCapable() ? 1 : 0;
   if (s_->o.hostMemory) return e;
   cudaIpcMemHandle_t h;
   if (cudaIpcGetMemHandle(&h, s_->arena) == cudaSuccess) {
@@ -302,6 +305,9 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
                2 * sharing + 1,
                " hardware queues: kernels that wait for each other may queue behind each other "
                "and hang (set CUDA_DEVICE_MAX_CONNECTIONS=32 before the process's first CUDA call)");
+  }
+  for (auto& t : s.transports) {
+    if (t != nullptr) t->agree(offers);  // made at init (the network): what every rank chooses alike
   }
   // The selection table's transport for each peer, made when a peer first needs it.
   transport::SelectFacts facts;

@@ -4,6 +4,13 @@
 
 namespace braid::transport {
 
+bool everyRankTakesGpuDirect(const std::vector<DeviceOffer>& offers) {
+  for (const DeviceOffer& o : offers) {
+    if (o.netGdr == 0) return false;
+  }
+  return !offers.empty();
+}
+
 void mappedEnds(const BlockLayout& l, char* mine, char* theirs, device::PeerConn* pc) {
   pc->send.simple = theirs + l.simple;
   pc->send.ll = theirs + l.ll;

@@ -30,7 +30,12 @@ struct DeviceOffer {
   unsigned char ipc[64] = {0};   // p2p: cudaIpcMemHandle_t of the arena (GPU memory)
   char shm[48] = {0};            // shm: the arena's shared-memory name (host memory)
   unsigned char net[128] = {0};  // net: the handle of the rank's network listener
+  uint8_t netGdr = 0;            // net: this rank's network may keep the FIFOs' data in GPU memory
 };
+
+/// True when every rank's offer says its network may keep the network FIFOs' data in GPU memory
+/// (GPUDirect RDMA): only then does any rank, since the two ends of a connection must agree.
+bool everyRankTakesGpuDirect(const std::vector<DeviceOffer>& offers);
 
 /// Where a FIFO block's parts lie, from its start (the engine's layout; the same on every rank).
 struct BlockLayout {
@@ -55,6 +60,8 @@ class DeviceTransport {
   virtual char* arena(int peer) const = 0;
   /// After every peer is reached, with every rank's offer (the network starts its proxy).
   virtual Status start(const std::vector<DeviceOffer>& offers) { return Status::ok(); }
+  /// Every rank's offer, before the first reach: what all ranks must choose alike is settled here.
+  virtual void agree(const std::vector<DeviceOffer>& offers) {}
   /// The ends of connection (channel, connId) with `peer`: `mine` is this rank's block for it,
   /// `theirs` the peer's block for this rank (null where arena(peer) is). `pc`'s step counters are
   /// set already.

@@ -9,7 +9,8 @@
 # their own buffers (gpu_world.h). With --hosts: the copies are the pretended hosts of one job,
 # copy i with BRAID_HOSTID=braid-gpu-test-host-i and BRAID_TEST_HOSTS=i:COPIES:DIR, so that each
 # world's ranks are split between them and reach each other over the network (gpu_world.h).
-# With EXPECT_LOG set, each copy that ran a case must have logged a line matching that regex. The
+# With EXPECT_LOG set, each copy that ran a case must have logged a line matching that regex.
+# FIRST_COPY_ENV (e.g. "BRAID_NET_GDR=0"): variables for copy 0 alone (hosts that differ). The
 # copies' logs are kept (and their folder named) when one fails, or with KEEP_LOGS set.
 set -u
 hosts=0
@@ -24,7 +25,9 @@ pids=""
 i=0
 while [ "$i" -lt "$copies" ]; do
   if [ "$hosts" -eq 1 ]; then
-    BRAID_HOSTID=braid-gpu-test-host-$i BRAID_TEST_HOSTS=$i:$copies:$dir \
+    first=""
+    [ "$i" -eq 0 ] && first=${FIRST_COPY_ENV:-}
+    env $first BRAID_HOSTID=braid-gpu-test-host-$i BRAID_TEST_HOSTS=$i:$copies:$dir \
       "$bin" --gtest_filter="$filter" >"$dir/copy-$i.log" 2>&1 &
   else
     "$bin" --gtest_filter="$filter" >"$dir/copy-$i.log" 2>&1 &

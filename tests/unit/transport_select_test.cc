@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "transport/device_links.h"
 #include "transport/host_links.h"
 #include "transport/transport.h"
 
@@ -66,6 +67,20 @@ TEST(TransportSelection, NamesEveryKindAndDescribesAPeer) {
 
 // Two ranks of a host-memory communicator as threads of this process: their links pick loopback
 // for each other, and a slot published into one rank's FIFO is the one the other reads.
+// GPUDirect RDMA for the network FIFOs: all ranks or none (the two ends of a connection must agree
+// on where its slots' data lies), so one rank without it stages every rank's.
+TEST(TransportSelection, GpuDirectOnlyWhereEveryRankTakesIt) {
+  std::vector<DeviceOffer> offers(3);
+  for (DeviceOffer& o : offers) o.netGdr = 1;
+  EXPECT_TRUE(everyRankTakesGpuDirect(offers));
+  for (size_t r = 0; r < offers.size(); ++r) {
+    std::vector<DeviceOffer> oneWithout = offers;
+    oneWithout[r].netGdr = 0;
+    EXPECT_FALSE(everyRankTakesGpuDirect(oneWithout)) << "rank " << r << " without";
+  }
+  EXPECT_FALSE(everyRankTakesGpuDirect({}));
+}
+
 TEST(HostLinks, ThreadsOfOneProcessMeetThroughTheirLoopbackEndpoints) {
   std::atomic<bool> abort{false};
   HostLinkOptions o;

@@ -74,16 +74,16 @@ Status NetDeviceTransport::listen(const net::SocketAddress& interfaceAddress, un
   return Status::ok();
 }
 
-// Decided once, before the first connection: GPU memory registered by DMA-BUF where the network
-// takes it and the driver exports one (a probe), else registered as CUDA memory where the network
-// takes that, else staged through host memory.
-NetDeviceTransport::Gdr NetDeviceTransport::gpuDirect() {
-  if (gdrKnown_) return gdr_;
-  gdrKnown_ = true;
+// Probed once, before the offer is made: GPU memory registered by DMA-BUF where the network takes
+// it and the driver exports one (a probe), else registered as CUDA memory where the network takes
+// that, else staged through host memory.
+NetDeviceTransport::Gdr NetDeviceTransport::localGdr() {
+  if (localKnown_) return local_;
+  localKnown_ = true;
   const int bits = net_->ptrSupport();
-  gdr_ = Gdr::kNone;
+  local_ = Gdr::kNone;
   // Without iflush a kernel could read received bytes the GPU cannot see yet.
-  if (param::getInt(param::Id::kNetGdr) == 0 || !net_->flushes()) return gdr_;
+  if (param::getInt(param::Id::kNetGdr) == 0 || !net_->flushes()) return local_;
   if ((bits & network::kPtrDmaBuf) != 0 && net_->registersDmaBuf()) {
     // Kept until the end: a cudaFree now would wait for every kernel on the GPU, other ranks' too,
     // which may be waiting for this rank.
@@ -95,18 +95,30 @@ NetDeviceTransport::Gdr NetDeviceTransport::gpuDirect() {
       int fd = dmabufOf(probe, kGpuDataAlign);
       if (fd >= 0) {
         close(fd);
-        gdr_ = Gdr::kDmaBuf;
+        local_ = Gdr::kDmaBuf;
       }
     }
-    if (gdr_ == Gdr::kNone)
+    if (local_ == Gdr::kNone)
       BRAID_INFO(log::Subsys::kNet, "network transport: the driver exports no DMA-BUF of GPU memory here");
   }
-  if (gdr_ == Gdr::kNone && (bits & network::kPtrCuda) != 0) gdr_ = Gdr::kCuda;
+  if (local_ == Gdr::kNone && (bits & network::kPtrCuda) != 0) local_ = Gdr::kCuda;
+  return local_;
+}
+
+void NetDeviceTransport::agree(const std::vector<DeviceOffer>& offers) {
+  agreed_ = true;
+  const bool every = everyRankTakesGpuDirect(offers);
+  gdr_ = every ? localGdr() : Gdr::kNone;
+  if (!every && localGdr() != Gdr::kNone) {
+    int without = 0;
+    while (without < static_cast<int>(offers.size()) && offers[without].netGdr != 0) ++without;
+    BRAID_INFO(log::Subsys::kNet, "network transport: rank ", without,
+               "'s network keeps no GPU memory (or BRAID_NET_GDR=0 there): every rank stages its FIFOs");
+  }
   BRAID_INFO(log::Subsys::kNet, "network transport: GPU FIFOs ",
              gdr_ == Gdr::kDmaBuf ? "in GPU memory, registered by DMA-BUF"
              : gdr_ == Gdr::kCuda ? "in GPU memory, registered as CUDA memory"
                                   : "staged in pinned host memory");
-  return gdr_;
 }
 
 Status NetDeviceTransport::reach(int, const PeerIdentity&, const DeviceOffer&, std::string* path) {

@@ -56,6 +56,11 @@ class NetDeviceTransport : public DeviceTransport {
   Status reach(int peer, const PeerIdentity& identity, const DeviceOffer& offer, std::string* path) override;
   char* arena(int) const override { return nullptr; }
   Status start(const std::vector<DeviceOffer>& offers) override;
+  /// GPUDirect RDMA for the FIFOs only where every rank's network takes it (`agree`): a rank
+  /// whose network cannot, or that set BRAID_NET_GDR=0, stages every rank's.
+  void agree(const std::vector<DeviceOffer>& offers) override;
+  /// What this rank's offer says (DeviceOffer::netGdr): its network may keep the data in GPU memory.
+  bool gpuDirectCapable() { return localGdr() != Gdr::kNone; }
   Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
   Status around(void* stream, bool begin) override;
   std::string describeLinks(int peer) const override {
@@ -64,14 +69,17 @@ class NetDeviceTransport : public DeviceTransport {
 
  private:
   enum class Gdr { kNone, kCuda, kDmaBuf };  // the slots' data: host memory, or GPU memory registered so
-  Gdr gpuDirect();
+  Gdr localGdr();                            // what this rank's network and driver allow (probed once)
+  Gdr gpuDirect() const { return agreed_ ? gdr_ : Gdr::kNone; }  // what every rank does
 
   const NetDeviceOptions o_;
   std::unique_ptr<NetTransport> net_;
   std::vector<void*> blocks_;     // the FIFOs' pinned host memory
   std::vector<void*> gpuBlocks_;  // their data in GPU memory (GPUDirect RDMA)
   std::vector<int> fds_;          // the DMA-BUFs of gpuBlocks_
-  bool gdrKnown_ = false;
+  bool localKnown_ = false;
+  Gdr local_ = Gdr::kNone;
+  bool agreed_ = false;
   Gdr gdr_ = Gdr::kNone;
 };
 
