@@ -1,6 +1,7 @@
 #include "transport/host_fifo.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -91,6 +92,13 @@ HostFifo::HostFifo(void* block, int slots, size_t slotBytes, char* data, int mem
   contiguous_ = false;
   memType_ = memType;
   dmabufFd_ = dmabufFd;
+}
+
+HostFifo::~HostFifo() { releaseDmabuf(); }
+
+void HostFifo::releaseDmabuf() {
+  if (dmabufFd_ >= 0) ::close(dmabufFd_);
+  dmabufFd_ = -1;
 }
 
 // Slots of [header | data] from `first`, the data `dataOffset` into each.

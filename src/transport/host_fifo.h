@@ -126,6 +126,9 @@ class HostFifo {
   /// A FIFO over `block` (zero-initialised by its creator), shared with process `peerPid` (rank
   /// `peerRank`), whose death ends every wait on this FIFO.
   HostFifo(void* block, int slots, size_t slotBytes, int peerRank, long peerPid);
+  ~HostFifo();
+  HostFifo(const HostFifo&) = delete;
+  HostFifo& operator=(const HostFifo&) = delete;
 
   /// A FIFO whose other side is a GPU kernel, over `block` (zeroed, kDeviceAlign-aligned, mapped
   /// for the device; deviceBlockBytes long): a network proxy moves its slots, the kernel writes or
@@ -138,7 +141,9 @@ class HostFifo {
   /// (deviceControlBytes long, host memory), so the network carries the data alone
   /// (wireContiguous() is false): a message's size is the slot's.
   /// `dmabufFd` (>= 0): a DMA-BUF of the data, slot 0 at offset 0, to register it by
-  /// (regMrDmaBuf); owned by the caller.
+  /// (regMrDmaBuf); the FIFO owns it, and closes it once the network has registered the slots
+  /// (releaseDmabuf: a registration keeps what it needs, as NCCL closes its descriptors after
+  /// regMrDmaBuf), or with itself.
   static std::unique_ptr<HostFifo> forDeviceData(void* block, char* data, int slots, size_t slotBytes, int memType,
                                                  int dmabufFd = -1);
   static constexpr size_t kDeviceAlign = 128;
@@ -195,6 +200,8 @@ class HostFifo {
   int dataMemType() const { return memType_; }
   /// forDeviceData's DMA-BUF of the data (-1: none); slot c's offset in it: slotOffset(c).
   int dmabufFd() const { return dmabufFd_; }
+  /// Closes the DMA-BUF (after the one lane of a data-apart FIFO registered every slot by it).
+  void releaseDmabuf();
   size_t slotOffset(uint64_t counter) const { return (counter % slots_) * stride_; }
   const CallTag& tagAt(uint64_t counter) const { return header(counter)->tag; }
   /// The slot's size and call tag as they lie in memory just ahead of its data (wireContiguous()

@@ -144,5 +144,6 @@ NetV11 stagingNetwork(const StagingSpec& spec) {
 }
 
 long stagingFlushes() { return gFlushes.load(); }
+long stagingDmaBufs() { return gDmaBufs.load(); }
 
 }  // namespace braid::testnet

@@ -27,5 +27,7 @@ struct StagingSpec {
 network::NetV11 stagingNetwork(const StagingSpec& spec);
 /// iflush calls that copied bytes, since the process began.
 long stagingFlushes();
+/// Slots registered by regMrDmaBuf (with an open descriptor), since the process began.
+long stagingDmaBufs();
 
 }  // namespace braid::testnet

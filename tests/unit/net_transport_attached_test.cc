@@ -2,7 +2,10 @@
 // transport/net/net_device.cc), the kernel played by threads: every slot whole, data beside or
 // apart (GPUDirect RDMA, flushed), a peer that left, both directions with empty slots, and
 // ranks that disagree on where the data lies.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -38,6 +41,7 @@ struct KernelFifo {
   size_t stride;
   HostFifo::DeviceLayout layout;
   int memType = braid::network::kPtrHost;  // of the data apart
+  int dmabufFd = -1;                       // the data apart's "DMA-BUF" (the FIFO takes it)
   KernelFifo(int slots, size_t slotBytes, bool apart, int apartType = braid::network::kPtrHost)
       : memory(HostFifo::deviceBlockBytes(slots, slotBytes) + HostFifo::kDeviceAlign),
         apartMemory(apart ? slots * HostFifo::deviceDataStride(slotBytes) : 0),
@@ -50,8 +54,9 @@ struct KernelFifo {
     memType = apartType;
   }
   std::unique_ptr<HostFifo> fifo(int slots, size_t slotBytes) {
-    return apartMemory.empty() ? HostFifo::forDevice(block, slots, slotBytes)
-                               : HostFifo::forDeviceData(block, apartMemory.data(), slots, slotBytes, memType);
+    return apartMemory.empty()
+               ? HostFifo::forDevice(block, slots, slotBytes)
+               : HostFifo::forDeviceData(block, apartMemory.data(), slots, slotBytes, memType, dmabufFd);
   }
   std::atomic<uint64_t>& head() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.head); }
   std::atomic<uint64_t>& tail() { return *reinterpret_cast<std::atomic<uint64_t>*>(block + layout.tail); }
@@ -61,6 +66,20 @@ struct KernelFifo {
   }
   char* data(uint64_t step, int slots) { return firstData + (step % slots) * stride; }
 };
+
+// Descriptors of this process whose target names `name` (a memfd's "/memfd:<name> (deleted)").
+int openFdsNamed(const std::string& name) {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) {
+    char target[256] = {0};
+    const std::string path = std::string("/proc/self/fd/") + e->d_name;
+    if (readlink(path.c_str(), target, sizeof(target) - 1) > 0 && std::strstr(target, name.c_str()) != nullptr) ++n;
+  }
+  closedir(d);
+  return n;
+}
 
 bool waitFor(const std::function<bool()>& ready) {
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -77,14 +96,16 @@ ncclResult_t hostCopy(void* dst, const void* src, size_t bytes) {
   return ncclSuccess;
 }
 const network::NetV11& stagingTable() {
-  static const network::NetV11 table = braid::testnet::stagingNetwork({"StagingTest", hostCopy});
+  static const network::NetV11 table = braid::testnet::stagingNetwork({"StagingTest", hostCopy, true});
   return table;
 }
 
 // Ranks 0 and 1, connection (channel 3, id 1) from 0 to 1 over FIFOs a kernel shares; the
 // parameter: 0 both with their data beside them, 1 both with it apart (see KernelFifo), 2 only the
 // sender's apart (ranks set BRAID_NET_GDR differently), 3 both apart in "GPU memory" over the
-// staging network (staging_network.h: a receive is there only once flushed).
+// staging network (staging_network.h: a receive is there only once flushed), 4 beside in slots
+// cut into pieces, 5 as 3 registered by "DMA-BUF" (a memfd each, which the FIFOs close once
+// their lane has registered every slot by it).
 class NetTransportAttached : public testing::TestWithParam<int> {
  protected:
   static constexpr int kSlots = 4;
@@ -93,9 +114,11 @@ class NetTransportAttached : public testing::TestWithParam<int> {
   std::atomic<bool> abort{false};
   std::mutex mu;
   std::vector<std::string> failures[2];
-  const int gpuType = GetParam() == 3 ? braid::network::kPtrCuda : braid::network::kPtrHost;
-  KernelFifo out{kSlots, kSlotBytes, GetParam() >= 1 && GetParam() <= 3, gpuType},
-      in{kSlots, kSlotBytes, GetParam() == 1 || GetParam() == 3, gpuType};  // outlive the transports
+  const bool staged = GetParam() == 3 || GetParam() == 5;  // over the staging network, "GPU memory"
+  const int gpuType = staged ? braid::network::kPtrCuda : braid::network::kPtrHost;
+  KernelFifo out{kSlots, kSlotBytes, GetParam() == 1 || GetParam() == 2 || staged, gpuType},
+      in{kSlots, kSlotBytes, GetParam() == 1 || staged, gpuType};  // outlive the transports
+  const long dmaBufsBefore = braid::testnet::stagingDmaBufs();
   std::unique_ptr<NetTransport> rank[2];
 
   void SetUp() override {
@@ -107,7 +130,7 @@ class NetTransportAttached : public testing::TestWithParam<int> {
       o.slotBytes = kSlotBytes;
       o.timeoutMs = 5000;
       o.attachedOnly = true;
-      if (GetParam() == 3) o.network = &stagingTable();
+      if (staged) o.network = &stagingTable();
       o.onFailure = [this, r](int peer, const std::string& why) {
         std::lock_guard<std::mutex> lock(mu);
         failures[r].push_back("peer " + std::to_string(peer) + ": " + why);
@@ -118,6 +141,12 @@ class NetTransportAttached : public testing::TestWithParam<int> {
     for (int r = 0; r < 2; ++r) ASSERT_TRUE(rank[r]->start(handles).isOk());
     ASSERT_EQ(out.layout.firstData % HostFifo::kDeviceAlign, 0u);
     ASSERT_EQ(out.layout.stride % HostFifo::kDeviceAlign, 0u);
+    if (GetParam() == 5) {
+      out.dmabufFd = memfd_create("braid-test-dmabuf", MFD_CLOEXEC);
+      in.dmabufFd = memfd_create("braid-test-dmabuf", MFD_CLOEXEC);
+      ASSERT_GE(out.dmabufFd, 0);
+      ASSERT_GE(in.dmabufFd, 0);
+    }
     ASSERT_TRUE(rank[0]->attach(3, 1, 0, 1, out.fifo(kSlots, kSlotBytes)).isOk());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its lanes reach rank 1 first
     ASSERT_TRUE(rank[1]->attach(3, 1, 0, 1, in.fifo(kSlots, kSlotBytes)).isOk());
@@ -176,7 +205,12 @@ TEST_P(NetTransportAttached, FifosOfAKernelMoveEverySlotWhole) {
                                           " consumed here (the kernel waits for " + n + ")");
   for (auto& t : rank) t->endWork();
   EXPECT_EQ(failuresOf(0) + failuresOf(1), 0u) << firstFailure(0) << firstFailure(1);
-  if (GetParam() == 3) {  // one flush per slot with bytes in it, and none of an empty one
+  if (GetParam() == 5) {
+    // Every slot of both FIFOs registered by its DMA-BUF, and the descriptors closed after.
+    EXPECT_EQ(braid::testnet::stagingDmaBufs() - dmaBufsBefore, 2 * kSlots);
+    EXPECT_EQ(openFdsNamed("braid-test-dmabuf"), 0);
+  }
+  if (staged) {  // one flush per slot with bytes in it, and none of an empty one
     const long nonEmpty = std::count_if(sizes.begin(), sizes.end(), [](size_t s) { return s > 0; });
     EXPECT_EQ(braid::testnet::stagingFlushes() - flushesBefore, nonEmpty);
   }
@@ -226,7 +260,7 @@ TEST_P(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore)
   // A network that is not braid's own gives braid no descriptor to watch for a peer that closed
   // while idle (NetLane::checkIdle); it tells only through a failed request, and one small send
   // into a closed TCP connection still succeeds.
-  if (GetParam() == 3) GTEST_SKIP() << "a plugin network reports a receiver that left only by a failed request";
+  if (staged) GTEST_SKIP() << "a plugin network reports a receiver that left only by a failed request";
   for (auto& t : rank) t->beginWork();
   for (uint64_t k = 0; k < 3; ++k) {
     ASSERT_TRUE(produce(k, 100 * k));
@@ -332,12 +366,13 @@ TEST(NetTransportAttachedMany, ConnectionsBothWaysLargeThenSmallSlots) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1, 3, 4),
+INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1, 3, 4, 5),
                          [](const testing::TestParamInfo<int>& i) {
                            return std::string(i.param == 0   ? "beside"
                                               : i.param == 1 ? "apart"
                                               : i.param == 3 ? "apartFlushed"
-                                                             : "besideInPieces");
+                                              : i.param == 4 ? "besideInPieces"
+                                                             : "apartFlushedDmaBuf");
                          });
 
 // A sender whose slots travel as data alone and a receiver that expects headers: the receiver

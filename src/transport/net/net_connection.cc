@@ -128,6 +128,8 @@ NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const net
     }
     mhandles_.push_back(mh);
   }
+  // A FIFO whose data lies apart has this one lane: its registrations hold the DMA-BUF now.
+  if (!fifo.wireContiguous()) fifo.releaseDmabuf();
 }
 
 NetLane::~NetLane() { closeComm(); }

@@ -63,7 +63,6 @@ NetDeviceTransport::~NetDeviceTransport() {
   net_.reset();  // sends what is queued, stops the proxy, closes the connections
   for (void* p : blocks_) cudaFreeHost(p);
   for (void* p : gpuBlocks_) cudaFree(p);
-  for (int fd : fds_) close(fd);
 }
 
 Status NetDeviceTransport::listen(const net::SocketAddress& interfaceAddress, unsigned char handle[128]) {
@@ -164,12 +163,12 @@ Status NetDeviceTransport::ends(int channel, int connId, int peer, char*, char*,
       if (mode == Gdr::kDmaBuf) {
         fd = dmabufOf(gpu, gpuBytes);
         if (fd < 0) return internalError("network FIFOs: the driver exported no DMA-BUF of their GPU memory");
-        fds_.push_back(fd);
       }
       // On the set-up stream: other ranks' kernels on this GPU may be running (and waiting for this).
       auto setup = static_cast<cudaStream_t>(o_.setupStream);
       cudaError_t err = cudaMemsetAsync(gpu, 0, stride * o_.slots, setup);
       if (err == cudaSuccess) err = cudaStreamSynchronize(setup);
+      if (err != cudaSuccess && fd >= 0) close(fd);  // else the FIFO owns it
       BRAID_RETURN_IF_ERROR(cudaCheck("cudaMemsetAsync (network FIFOs)", err));
       data[i] = static_cast<char*>(gpu);
       fifo[i] = HostFifo::forDeviceData(host, data[i], o_.slots, o_.slotBytes, network::kPtrCuda, fd);

@@ -76,7 +76,6 @@ class NetDeviceTransport : public DeviceTransport {
   std::unique_ptr<NetTransport> net_;
   std::vector<void*> blocks_;     // the FIFOs' pinned host memory
   std::vector<void*> gpuBlocks_;  // their data in GPU memory (GPUDirect RDMA)
-  std::vector<int> fds_;          // the DMA-BUFs of gpuBlocks_
   bool localKnown_ = false;
   Gdr local_ = Gdr::kNone;
   bool agreed_ = false;
