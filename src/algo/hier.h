@@ -37,9 +37,10 @@ struct HierRounds {
   }
 };
 
-// Round `rb`'s shard `s` (of `hosts` blocks) all-reduced on the rail through `p`, in place in the
-// output; its ops are split in three, so that a caller may put other work between them: `from` 0
-// is the first op (a send), 1 the ops up to the one that finishes this host's block, 2 the rest.
+// A round's shard `sb` (cut into `hosts` blocks) all-reduced on the rail through `p`, in place in
+// the output, as a ring over the hosts (this host at `pos`). Its ops come in three parts, of which
+// parts `from` to `to` run here, so that a caller may put other work between them: 0 the first op
+// (a send), 1 the ops up to the one that finishes this host's block, 2 the rest.
 template <class P>
 BRAID_HOST_DEVICE void railAllReduce(P& p, RoundBlocks sb, int pos, int hosts, bool post, int from, int to) {
   sb.blk = alignElems(divUp(sb.size, hosts));
