@@ -276,13 +276,12 @@ TEST_P(NetTransportAttached, AReceiverThatLeftFailsTheSenderOnlyWhenItSendsMore)
   rank[0]->endWork();
 }
 
-// Several connections each way between two ranks, their data apart (one lane each), many slots
-// empty (a small call's steps), all moving at once as a ring's do: every slot arrives whole.
-// Connections 0..5 of channel 0 both ways between two ranks, slots of kBytes, their data apart
-// (one lane) or beside (cut into pieces over two lanes where a slot is large enough); slot k of
-// FIFO f holds sizeOf(f, k) bytes.
-void connectionsBothWays(size_t kBytes, bool apart, size_t (*sizeOf)(size_t f, uint64_t k)) {
-  constexpr int kConns = 6, kSlots = 8, kSteps = 300;
+// Connections 0..5 of channel 0 both ways between two ranks, all moving at once as a ring's do,
+// slots of kBytes, their data apart (one lane) or beside (cut into pieces over two lanes where a
+// slot is large enough); slot k of FIFO f holds sizeOf(f, k) bytes, for kSteps slots: every slot
+// arrives whole.
+void connectionsBothWays(size_t kBytes, bool apart, size_t (*sizeOf)(size_t f, uint64_t k), uint64_t kSteps) {
+  constexpr int kConns = 6, kSlots = 8;
   std::atomic<bool> abort{false};
   std::atomic<int> failures{0};
   std::unique_ptr<NetTransport> rank[2];
@@ -353,17 +352,21 @@ void connectionsBothWays(size_t kBytes, bool apart, size_t (*sizeOf)(size_t f, u
   for (auto& t : rank) t.reset();  // before the FIFOs their proxies read
 }
 
+// Data apart, many slots empty (a small call's steps).
 TEST(NetTransportAttachedMany, ConnectionsBothWaysWithEmptySlots) {
-  connectionsBothWays(4096, true,
-                      [](size_t f, uint64_t k) { return (k + f) % 3 == 0 ? size_t{0} : (k * 37 + f * 11) % 4097; });
+  connectionsBothWays(
+      4096, true, [](size_t f, uint64_t k) { return (k + f) % 3 == 0 ? size_t{0} : (k * 37 + f * 11) % 4097; }, 300);
 }
 
 // Runs of slots cut into pieces (two lanes) between runs of small ones (lane 0 alone), as a
 // sweep's large calls and the small ones after them do.
 TEST(NetTransportAttachedMany, ConnectionsBothWaysLargeThenSmallSlots) {
-  connectionsBothWays(4 * kMinPieceBytes, false, [](size_t f, uint64_t k) {
-    return (k / 5 + f) % 2 == 0 ? 4 * kMinPieceBytes - (k * 37 + f * 11) % 1000 : (k * 37 + f * 11) % 300;
-  });
+  connectionsBothWays(
+      4 * kMinPieceBytes, false,
+      [](size_t f, uint64_t k) {
+        return (k / 5 + f) % 2 == 0 ? 4 * kMinPieceBytes - (k * 37 + f * 11) % 1000 : (k * 37 + f * 11) % 300;
+      },
+      60);  // 6 runs of each (large slots cost, byte for byte, under the sanitizers)
 }
 
 INSTANTIATE_TEST_SUITE_P(DataBesideOrApart, NetTransportAttached, testing::Values(0, 1, 3, 4, 5),
