@@ -10,7 +10,8 @@
 # copy i with BRAID_HOSTID=braid-gpu-test-host-i and BRAID_TEST_HOSTS=i:COPIES:DIR, so that each
 # world's ranks are split between them and reach each other over the network (gpu_world.h).
 # With EXPECT_LOG set, each copy that ran a case must have logged a line matching that regex.
-# FIRST_COPY_ENV (e.g. "BRAID_NET_GDR=0"): variables for copy 0 alone (hosts that differ). The
+# FIRST_COPY_ENV (e.g. "BRAID_NET_GDR=0"): variables for copy 0 alone (hosts that differ), with
+# --hosts only; NAME=VALUE words split at spaces, so no value may hold a space or a wildcard. The
 # copies' logs are kept (and their folder named) when one fails, or with KEEP_LOGS set.
 set -u
 hosts=0

@@ -65,8 +65,6 @@ TEST(TransportSelection, NamesEveryKindAndDescribesAPeer) {
   EXPECT_EQ(describePeer(0, rankOn(0xab, 42, -1)).find("device"), std::string::npos);
 }
 
-// Two ranks of a host-memory communicator as threads of this process: their links pick loopback
-// for each other, and a slot published into one rank's FIFO is the one the other reads.
 // GPUDirect RDMA for the network FIFOs: all ranks or none (the two ends of a connection must agree
 // on where its slots' data lies), so one rank without it stages every rank's.
 TEST(TransportSelection, GpuDirectOnlyWhereEveryRankTakesIt) {
@@ -81,6 +79,8 @@ TEST(TransportSelection, GpuDirectOnlyWhereEveryRankTakesIt) {
   EXPECT_FALSE(everyRankTakesGpuDirect({}));
 }
 
+// Two ranks of a host-memory communicator as threads of this process: their links pick loopback
+// for each other, and a slot published into one rank's FIFO is the one the other reads.
 TEST(HostLinks, ThreadsOfOneProcessMeetThroughTheirLoopbackEndpoints) {
   std::atomic<bool> abort{false};
   HostLinkOptions o;

@@ -161,15 +161,15 @@ void NetTransport::adopt(const NetHello& h, void* recvComm) {
 void NetTransport::adoptInto(std::shared_ptr<NetConnection> connection, const NetHello& h, void* recvComm) {
   const bool dataAlone = (h.flags & kHelloDataAlone) != 0;
   if (dataAlone == connection->fifo().wireContiguous()) {
-    // Each side chooses from its own network device (ptrSupport, a DMA-BUF probe) and BRAID_NET_GDR:
-    // hosts whose NICs or drivers differ, or a setting that differs, and the kernels would wait
-    // for data that cannot arrive. (Agreeing on the lowest mode at init is not done yet.)
+    // The ranks agree on GPUDirect RDMA at init (NetDeviceTransport::agree), so the two ends of a
+    // connection choose alike; ends that still differ (braid builds that differ, say) would leave
+    // the kernels waiting for data that cannot arrive: the connection fails instead.
     auto where = [](bool alone) { return alone ? "in GPU memory (GPUDirect RDMA)" : "in host memory"; };
     std::string why = "rank " + std::to_string(h.src) + " keeps its network slots " + where(dataAlone) + " and rank " +
                       std::to_string(h.dst) + " " + where(!dataAlone) + " (channel " + std::to_string(h.channel) +
                       " connection " + std::to_string(h.connId) +
-                      "): their networks differ in GPUDirect RDMA (ptrSupport CUDA/DMABUF), or BRAID_NET_GDR does; "
-                      "set BRAID_NET_GDR=0 on every rank";
+                      "), though the ranks agree on GPUDirect RDMA at init (BRAID_NET_GDR and each network's "
+                      "ptrSupport): do the ranks run different braid builds?";
     BRAID_WARN(log::Subsys::kNet, "network transport: ", why);
     network_->api().closeRecv(recvComm);
     connection->fail(why);
