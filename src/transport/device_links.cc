@@ -4,11 +4,11 @@
 
 namespace braid::transport {
 
-bool everyRankTakesGpuDirect(const std::vector<DeviceOffer>& offers) {
-  for (const DeviceOffer& o : offers) {
-    if (o.netGdr == 0) return false;
+int firstRankWithoutGpuDirect(const std::vector<DeviceOffer>& offers) {
+  for (size_t r = 0; r < offers.size(); ++r) {
+    if (offers[r].netGdr == 0) return static_cast<int>(r);
   }
-  return !offers.empty();
+  return -1;
 }
 
 void mappedEnds(const BlockLayout& l, char* mine, char* theirs, device::PeerConn* pc) {

@@ -33,9 +33,10 @@ struct DeviceOffer {
   uint8_t netGdr = 0;            // net: this rank's network may keep the FIFOs' data in GPU memory
 };
 
-/// True when every rank's offer says its network may keep the network FIFOs' data in GPU memory
-/// (GPUDirect RDMA): only then does any rank, since the two ends of a connection must agree.
-bool everyRankTakesGpuDirect(const std::vector<DeviceOffer>& offers);
+/// The first rank whose offer says its network may not keep the network FIFOs' data in GPU memory
+/// (GPUDirect RDMA), or -1 when every rank's may: only then does any rank, since the two ends of a
+/// connection must agree.
+int firstRankWithoutGpuDirect(const std::vector<DeviceOffer>& offers);
 
 /// Where a FIFO block's parts lie, from its start (the engine's layout; the same on every rank).
 struct BlockLayout {

@@ -122,23 +122,18 @@ class NetTransportAttached : public testing::TestWithParam<int> {
   std::unique_ptr<NetTransport> rank[2];
 
   void SetUp() override {
-    std::vector<NetHandle> handles(2);
-    for (int r = 0; r < 2; ++r) {
-      NetOptions o;
-      o.nSocksPerThread = 2;
-      o.slots = kSlots;
-      o.slotBytes = kSlotBytes;
-      o.timeoutMs = 5000;
-      o.attachedOnly = true;
-      if (staged) o.network = &stagingTable();
-      o.onFailure = [this, r](int peer, const std::string& why) {
-        std::lock_guard<std::mutex> lock(mu);
-        failures[r].push_back("peer " + std::to_string(peer) + ": " + why);
-      };
-      rank[r] = std::make_unique<NetTransport>(kKey, r, 2, o, &abort);
-      ASSERT_TRUE(rank[r]->listen(loopbackAddress(), &handles[r]).isOk());
-    }
-    for (int r = 0; r < 2; ++r) ASSERT_TRUE(rank[r]->start(handles).isOk());
+    ASSERT_TRUE(startPair(
+        rank,
+        [this](int r) {
+          NetOptions o = attachedOptions(kSlots, kSlotBytes);
+          if (staged) o.network = &stagingTable();
+          o.onFailure = [this, r](int peer, const std::string& why) {
+            std::lock_guard<std::mutex> lock(mu);
+            failures[r].push_back("peer " + std::to_string(peer) + ": " + why);
+          };
+          return o;
+        },
+        &abort));
     ASSERT_EQ(out.layout.firstData % HostFifo::kDeviceAlign, 0u);
     ASSERT_EQ(out.layout.stride % HostFifo::kDeviceAlign, 0u);
     if (GetParam() == 5) {
@@ -285,19 +280,10 @@ void connectionsBothWays(size_t kBytes, bool apart, size_t (*sizeOf)(size_t f, u
   std::atomic<bool> abort{false};
   std::atomic<int> failures{0};
   std::unique_ptr<NetTransport> rank[2];
-  std::vector<NetHandle> handles(2);
-  for (int r = 0; r < 2; ++r) {
-    NetOptions o;
-    o.nSocksPerThread = 2;
-    o.slots = kSlots;
-    o.slotBytes = kBytes;
-    o.timeoutMs = 5000;
-    o.attachedOnly = true;
-    o.onFailure = [&](int, const std::string&) { failures.fetch_add(1); };
-    rank[r] = std::make_unique<NetTransport>(kKey, r, 2, o, &abort);
-    ASSERT_TRUE(rank[r]->listen(loopbackAddress(), &handles[r]).isOk());
-  }
-  for (int r = 0; r < 2; ++r) ASSERT_TRUE(rank[r]->start(handles).isOk());
+  NetOptions o = attachedOptions(kSlots, kBytes);
+  o.onFailure = [&](int, const std::string&) { failures.fetch_add(1); };
+  ASSERT_TRUE(startPair(
+      rank, [&](int) { return o; }, &abort));
   // fifos[src][c]: the outbox on rank src and the inbox on the other rank of connection c.
   std::vector<std::unique_ptr<KernelFifo>> outs, ins;
   for (int src = 0; src < 2; ++src) {

@@ -38,12 +38,8 @@ struct Pair {
     o.slots = slots;
     o.slotBytes = slotBytes;
     o.timeoutMs = 5000;
-    std::vector<NetHandle> handles(2);
-    for (int r = 0; r < 2; ++r) {
-      rank[r] = std::make_unique<NetTransport>(kKey, r, 2, o, &abort);
-      EXPECT_TRUE(rank[r]->listen(loopbackAddress(), &handles[r]).isOk());
-    }
-    for (int r = 0; r < 2; ++r) EXPECT_TRUE(rank[r]->start(handles).isOk());
+    startPair(
+        rank, [&](int) { return o; }, &abort);
   }
 };
 

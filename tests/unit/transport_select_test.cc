@@ -70,13 +70,15 @@ TEST(TransportSelection, NamesEveryKindAndDescribesAPeer) {
 TEST(TransportSelection, GpuDirectOnlyWhereEveryRankTakesIt) {
   std::vector<DeviceOffer> offers(3);
   for (DeviceOffer& o : offers) o.netGdr = 1;
-  EXPECT_TRUE(everyRankTakesGpuDirect(offers));
+  EXPECT_EQ(firstRankWithoutGpuDirect(offers), -1);
   for (size_t r = 0; r < offers.size(); ++r) {
     std::vector<DeviceOffer> oneWithout = offers;
     oneWithout[r].netGdr = 0;
-    EXPECT_FALSE(everyRankTakesGpuDirect(oneWithout)) << "rank " << r << " without";
+    EXPECT_EQ(firstRankWithoutGpuDirect(oneWithout), static_cast<int>(r));
   }
-  EXPECT_FALSE(everyRankTakesGpuDirect({}));
+  offers[2].netGdr = 0;
+  offers[1].netGdr = 0;
+  EXPECT_EQ(firstRankWithoutGpuDirect(offers), 1) << "the first one is named";
 }
 
 // Two ranks of a host-memory communicator as threads of this process: their links pick loopback

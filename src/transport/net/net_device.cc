@@ -105,12 +105,9 @@ NetDeviceTransport::Gdr NetDeviceTransport::localGdr() {
 }
 
 void NetDeviceTransport::agree(const std::vector<DeviceOffer>& offers) {
-  agreed_ = true;
-  const bool every = everyRankTakesGpuDirect(offers);
-  gdr_ = every ? localGdr() : Gdr::kNone;
-  if (!every && localGdr() != Gdr::kNone) {
-    int without = 0;
-    while (without < static_cast<int>(offers.size()) && offers[without].netGdr != 0) ++without;
+  const int without = firstRankWithoutGpuDirect(offers);
+  gdr_ = without < 0 ? localGdr() : Gdr::kNone;
+  if (without >= 0 && localGdr() != Gdr::kNone) {
     BRAID_INFO(log::Subsys::kNet, "network transport: rank ", without,
                "'s network keeps no GPU memory (or BRAID_NET_GDR=0 there): every rank stages its FIFOs");
   }

@@ -70,7 +70,7 @@ class NetDeviceTransport : public DeviceTransport {
  private:
   enum class Gdr { kNone, kCuda, kDmaBuf };  // the slots' data: host memory, or GPU memory registered so
   Gdr localGdr();                            // what this rank's network and driver allow (probed once)
-  Gdr gpuDirect() const { return agreed_ ? gdr_ : Gdr::kNone; }  // what every rank does
+  Gdr gpuDirect() const { return gdr_; }     // what every rank does (agree; none before it)
 
   const NetDeviceOptions o_;
   std::unique_ptr<NetTransport> net_;
@@ -78,7 +78,6 @@ class NetDeviceTransport : public DeviceTransport {
   std::vector<void*> gpuBlocks_;  // their data in GPU memory (GPUDirect RDMA)
   bool localKnown_ = false;
   Gdr local_ = Gdr::kNone;
-  bool agreed_ = false;
   Gdr gdr_ = Gdr::kNone;
 };
 
