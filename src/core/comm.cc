@@ -246,6 +246,7 @@ Status Comm::connectGpu() {
   BRAID_RETURN_IF_ERROR(checkLayoutAgreement(layouts));
   o.commKey = instanceKey_;
   o.watch = watch_ != nullptr;
+  o.describeTag = HostEngine::describeTag;
   BRAID_RETURN_IF_ERROR(exec::CudaEngine::create(o, &gpu_));
   std::vector<transport::DeviceOffer> all(nranks_);
   all[rank_] = gpu_->exported();
@@ -370,7 +371,7 @@ Status Comm::collectives(const std::vector<CollRequest>& requests) {
       BRAID_RETURN_IF_ERROR(hostResult(host_->run(r)));
     }
   }
-  Status st = calls.empty() ? Status::ok() : gpu_->runBatch(calls.data(), calls.size());
+  Status st = calls.empty() ? Status::ok() : gpuResult(gpu_->runBatch(calls.data(), calls.size()));
   for (const auto& [scratch, stream] : deviceCopies) {
     Status freed = gpu_->releaseScratch(scratch, stream);  // after the launches, in stream order
     if (st.isOk()) st = freed;
@@ -420,10 +421,10 @@ void Comm::startGpuWatch() {
   watch_->setPeers(std::move(watchListeners_));
 }
 
-// The call note of a GPU collective or send/recv group (what the watchdog's report names).
+// The call note of a GPU collective or send/recv group: its tag for the call ledger (always), and
+// for the watchdog's report.
 exec::CallNote Comm::gpuNote(const CollRequest* collective) {
   exec::CallNote n;
-  if (watch_ == nullptr) return n;
   n.seq = ++gpuCalls_;
   if (collective != nullptr) {
     n.tag = collectiveTag(*collective, ++gpuCollectives_);
@@ -432,6 +433,27 @@ exec::CallNote Comm::gpuNote(const CollRequest* collective) {
   }
   n.collectives = gpuCollectives_;
   return n;
+}
+
+// A GPU launch's result: once the call ledger found mismatched calls (this one, or a neighbour's),
+// the communicator has failed with the ledger's verdict, which the call returns.
+Status Comm::gpuResult(Status s) {
+  Status why;
+  return gpuStopped(&why) ? why : s;
+}
+
+// Whether a rank of this host stopped the kernels on mismatched calls (exec/call_ledger.h): the
+// communicator fails with the verdict (once), which `*why` gets.
+bool Comm::gpuStopped(Status* why) const {
+  if (gpu_ == nullptr || !gpu_->stopped(why)) return false;
+  std::lock_guard<std::mutex> lock(errorMu_);
+  if (state() == State::kFailed) {
+    *why = error_;
+  } else {
+    error_ = *why;
+    state_.store(State::kFailed, std::memory_order_release);
+  }
+  return true;
 }
 
 // A host call's result: the watchdog's report when it ended the call, else as failOnRemoteError.
@@ -495,6 +517,8 @@ Status Comm::runGpuP2p(const std::vector<P2pRequest>& requests) {
 
 Status Comm::checkUsable() const {
   // A communicator the watchdog failed is also aborted: its report says more than "aborted".
+  Status why;
+  if (state() == State::kReady && gpuStopped(&why)) return why.withContext("the communicator failed earlier");
   if (aborted() && state() != State::kFailed) return invalidUsage("the communicator was aborted");
   switch (state()) {
     case State::kReady: return Status::ok();
@@ -515,7 +539,11 @@ Status Comm::asyncError() const {
       std::lock_guard<std::mutex> lock(errorMu_);
       return error_;
     }
-    default: return aborted() ? Status(Code::kRemoteError, "the communicator was aborted") : Status::ok();
+    default: {
+      Status why;
+      if (state() == State::kReady && gpuStopped(&why)) return why;
+      return aborted() ? Status(Code::kRemoteError, "the communicator was aborted") : Status::ok();
+    }
   }
 }
 

@@ -138,6 +138,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
   void startGpuWatch();
   exec::CallNote gpuNote(const CollRequest* collective);
   Status hostResult(Status s);
+  Status gpuResult(Status s);
+  bool gpuStopped(Status* why) const;
   void abortCalls();                                  // abort() but the bootstrap
   static constexpr uint32_t kShrinkTag = 0x53480000;  // "SH": + the shrink's number
   void runInit(const bootstrap::UniqueIdBytes& id);
@@ -150,12 +152,12 @@ class Comm : public std::enable_shared_from_this<Comm> {
   uint64_t instanceKey_ = 0;
   std::vector<transport::PeerIdentity> identities_;  // every rank's, from init's one exchange
 
-  std::atomic<State> state_{State::kInitializing};
-  std::atomic<bool> abortFlag_{false};       // the calls' waits
-  std::atomic<bool> bootstrapAbort_{false};  // the bootstrap's waits: abort() only, not shrink
-  uint32_t shrinks_ = 0;                     // numbers the shrinks' messages
+  mutable std::atomic<State> state_{State::kInitializing};  // (gpuStopped, const, may fail it)
+  std::atomic<bool> abortFlag_{false};                      // the calls' waits
+  std::atomic<bool> bootstrapAbort_{false};                 // the bootstrap's waits: abort() only, not shrink
+  uint32_t shrinks_ = 0;                                    // numbers the shrinks' messages
   mutable std::mutex errorMu_;
-  Status error_;  // why the comm failed (state kFailed)
+  mutable Status error_;  // why the comm failed (state kFailed; also set by gpuStopped, const)
 
   // BRAID_CHECK, read when the Comm is made: each call is compared across ranks before it runs
   // (core/call_check.h). Checked calls hold checkMu_ from the exchange to the end of the run: the
@@ -174,8 +176,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
   std::map<int, PreMulOp> ops_;
   Registrations registrations_;
   int nextOp_ = braidNumOps;
-  // BRAID_TIMEOUT on a GPU: the calls and collectives queued (each launch notes its call), and the
-  // peers' watch listeners until the engine exists (connectGpu starts the watch).
+  // A GPU communicator's calls and collectives queued (each launch notes its call: its tag goes to
+  // the call ledger, the rest to BRAID_TIMEOUT's watchdog), and the peers' watch listeners until the engine exists
+  // (connectGpu starts the watch).
   uint64_t gpuCalls_ = 0;
   uint32_t gpuCollectives_ = 0;
   std::vector<net::SocketAddress> watchListeners_;

@@ -125,6 +125,7 @@ char* CudaEngine::State::block(int owner, int c, int k, int peer) const {
 }
 
 void CudaEngine::connected() {
+  if (s_) s_->ledger.unlinkName();
   if (s_ && !s_->shmName.empty()) {
     shm_unlink(s_->shmName.c_str());
     s_->shmName.clear();
@@ -152,7 +153,7 @@ CudaEngine::~CudaEngine() {
   } else {
     cudaFree(s_->arena);
   }
-  if (s_->abortHost != nullptr) cudaFreeHost(s_->abortHost);
+  if (s_->ledgerRegistered) cudaHostUnregister(s_->ledger.block());  // (unmapped with the ledger)
   s_->closeWatch();
   if (s_->setup != nullptr) cudaStreamDestroy(s_->setup);
 }
@@ -206,9 +207,12 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
     BRAID_RETURN_IF_ERROR(onSetupStream(s->setup, "cudaMemsetAsync (connection buffers)",
                                         [&](cudaStream_t z) { return cudaMemsetAsync(arena, 0, bytes, z); }));
   }
+  BRAID_RETURN_IF_ERROR(s->ledger.create(options.commKey, options.rank, options.describeTag));
   BRAID_RETURN_IF_ERROR(
-      cudaCheck("cudaHostAlloc (abort flag)", cudaHostAlloc(&s->abortHost, sizeof(int), cudaHostAllocMapped)));
-  *s->abortHost = 0;
+      cudaCheck("cudaHostRegister (call ledger)", cudaHostRegister(s->ledger.block(), CallLedger::blockBytes(),
+                                                                   cudaHostRegisterMapped | cudaHostRegisterPortable)));
+  s->ledgerRegistered = true;
+  s->abortHost = const_cast<int*>(s->ledger.abortWord());  // zeroed with the block
   BRAID_RETURN_IF_ERROR(
       cudaCheck("cudaHostGetDevicePointer",
                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->abortDevice), s->abortHost, 0)));
@@ -306,6 +310,7 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
                " hardware queues: kernels that wait for each other may queue behind each other "
                "and hang (set CUDA_DEVICE_MAX_CONNECTIONS=32 before the process's first CUDA call)");
   }
+  BRAID_RETURN_IF_ERROR(openLedgers(ids));
   for (auto& t : s.transports) {
     if (t != nullptr) t->agree(offers);  // made at init (the network): what every rank chooses alike
   }
@@ -377,6 +382,26 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
   }
   return Status::ok();
 }
+
+// Maps the call ledgers of this host's other ranks (every process's), and compares this rank's
+// collectives with those of the ranks before and after it among them.
+Status CudaEngine::openLedgers(const std::vector<transport::PeerIdentity>& ids) {
+  State& s = *s_;
+  const int me = s.o.rank;
+  std::vector<int> host;
+  for (int q = 0; q < s.o.nranks; ++q) {
+    if (ids[q].host != ids[me].host) continue;
+    if (q != me) BRAID_RETURN_IF_ERROR(s.ledger.attach(q));
+    host.push_back(q);
+  }
+  const size_t at = static_cast<size_t>(std::find(host.begin(), host.end(), me) - host.begin());
+  std::set<int> neighbours = {host[(at + 1) % host.size()], host[(at + host.size() - 1) % host.size()]};
+  neighbours.erase(me);
+  s.ledger.compareWith(std::vector<int>(neighbours.begin(), neighbours.end()));
+  return Status::ok();
+}
+
+bool CudaEngine::stopped(Status* why) const { return s_ && s_->ledger.stopped(why); }
 
 void CudaEngine::abort() {
   if (s_ && s_->abortHost != nullptr) *reinterpret_cast<volatile int*>(s_->abortHost) = 1;

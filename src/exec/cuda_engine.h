@@ -52,6 +52,8 @@ struct CudaEngineOptions {
   std::function<void(const std::string& why)> onNetworkFailure;
   // BRAID_TIMEOUT: the kernels tell a record in mapped host memory where they wait (cuda_watch.cc).
   bool watch = false;
+  // Names a call's tag in the call ledger's mismatch errors (exec/call_ledger.h).
+  std::string (*describeTag)(const transport::CallTag&) = nullptr;
 };
 
 /// Which call of the communicator a launch runs, for the watchdog's report (BRAID_TIMEOUT).
@@ -85,7 +87,7 @@ struct CudaCall {
   braidDataType_t type = braidFloat32;
   braidRedOp_t op = braidSum;
   void* stream = nullptr;  // cudaStream_t
-  CallNote note;           // with BRAID_TIMEOUT
+  CallNote note;           // its tag goes to the call ledger; the rest to BRAID_TIMEOUT
 };
 
 class CudaEngine {
@@ -139,6 +141,10 @@ class CudaEngine {
   /// Makes every kernel of this rank that waits on a peer give up (braidCommAbort).
   void abort();
 
+  /// True once a rank of this host found mismatched collectives in the call ledger and stopped
+  /// the kernels (exec/call_ledger.h); `*why` names both calls.
+  bool stopped(Status* why) const;
+
   /// With options.watch: where this rank's GPU work stands, from any thread (the watchdog's). Takes
   /// no lock a launch holds, so a launch that blocks does not block it. Calls captured into a CUDA
   /// graph are not seen (their replays record no completion here).
@@ -152,6 +158,8 @@ class CudaEngine {
   device::KernelArgs kernelArgs(const algo::CallShape& shape, device::Proto proto) const;
   Status boundedShape(const CudaCall& call, algo::CallShape* shape) const;
   Status launch(void* stream, const char* range, const std::function<int()>& launchFn);
+  Status openLedgers(const std::vector<transport::PeerIdentity>& ids);
+  Status enterLedger(const CudaCall* calls, size_t n);
   std::unique_ptr<State> s_;
 };
 

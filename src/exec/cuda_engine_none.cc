@@ -29,6 +29,7 @@ Status CudaEngine::premultiply(const void*, size_t, braidDataType_t, const void*
 Status CudaEngine::stage(const void*, size_t, void*, void**) { return invalidUsage("no CUDA support"); }
 Status CudaEngine::releaseScratch(void*, void*) { return invalidUsage("no CUDA support"); }
 void CudaEngine::abort() {}
+bool CudaEngine::stopped(Status*) const { return false; }
 void CudaEngine::watchSample(GpuWatchSample* out) const { *out = GpuWatchSample{}; }
 void CudaEngine::connected() {}
 bool CudaEngine::peerAccess(int, int) { return false; }

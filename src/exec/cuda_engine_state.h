@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/call_ledger.h"
 #include "exec/cuda_engine.h"
 #include "transport/cuda_check.h"
 #include "transport/device_links.h"
@@ -68,7 +69,11 @@ struct CudaEngine::State {
   int* hostRanks = nullptr;                          // device: the geometry's levels (WorkArgs::hosts)
   int* hostStart = nullptr;                          // device
   device::OneShotArgs oneShot;
-  int* abortHost = nullptr;  // mapped host memory
+  // The same host's ranks compare their collectives here (exec/call_ledger.h); its block holds the
+  // kernels' abort flag, registered with CUDA as mapped memory so that the kernels read it.
+  CallLedger ledger;
+  bool ledgerRegistered = false;
+  int* abortHost = nullptr;  // in the ledger's block
   int* abortDevice = nullptr;
   cudaEvent_t lastDone = nullptr;  // the previous call's kernel, for ordering calls on other streams
   cudaEvent_t joined = nullptr;    // joins the streams of a one-shot launch's calls

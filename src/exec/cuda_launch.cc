@@ -165,12 +165,32 @@ Status CudaEngine::boundedShape(const CudaCall& call, algo::CallShape* shape) co
   return Status::ok();
 }
 
+// Each collective into the call ledger (exec/call_ledger.h) before any is launched: a mismatch
+// with a neighbour on this host fails the batch.
+Status CudaEngine::enterLedger(const CudaCall* calls, size_t n) {
+  State& s = *s_;
+  void* known = nullptr;
+  bool capturing = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || calls[i].stream != known) {
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamIsCapturing",
+                                      cudaStreamIsCapturing(static_cast<cudaStream_t>(calls[i].stream), &capture)));
+      known = calls[i].stream;
+      capturing = capture != cudaStreamCaptureStatusNone;
+    }
+    BRAID_RETURN_IF_ERROR(s.ledger.enter(calls[i].note.tag, capturing));
+  }
+  return Status::ok();
+}
+
 Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
   std::vector<algo::CallShape> shapes(n);
   std::vector<LaunchKey> keys(n);
+  BRAID_RETURN_IF_ERROR(enterLedger(calls, n));
   for (size_t i = 0; i < n; ++i) {
     BRAID_RETURN_IF_ERROR(boundedShape(calls[i], &shapes[i]));
     keys[i].kernel = static_cast<int>(kernelKind(shapes[i].coll, shapes[i].algo));

@@ -156,13 +156,13 @@ TEST_P(GpuCollectives, GraphCaptureAndReplay) {
     std::vector<cudaGraphExec_t> graphs(w.size());
     for (int r = 0; r < w.size(); ++r) {
       if (!w.local(r)) continue;
-      cudaSetDevice(w.devices[r]);
-      ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeThreadLocal), cudaSuccess);
-      ASSERT_EQ(issue(c, w, r, b.send[r], b.recv[r]), braidSuccess) << braidGetLastError();
-      cudaGraph_t g;
-      ASSERT_EQ(cudaStreamEndCapture(w.streams[r], &g), cudaSuccess);
-      ASSERT_EQ(cudaGraphInstantiate(&graphs[r], g, 0), cudaSuccess);
-      cudaGraphDestroy(g);
+      ASSERT_EQ(captureGraph(
+                    w.devices[r], w.streams[r],
+                    [&] {
+                      return issue(c, w, r, b.send[r], b.recv[r]) == braidSuccess ? std::string() : braidGetLastError();
+                    },
+                    &graphs[r]),
+                "");
     }
     for (int replay = 0; replay < 3; ++replay) {
       c.salt = replay;

@@ -172,6 +172,21 @@ void fillDevice(int device, void* dst, unsigned char byte, size_t bytes) {
   finish("cudaMemsetAsync", cudaMemsetAsync(dst, byte, bytes, cudaStreamLegacy));
 }
 
+std::string captureGraph(int device, cudaStream_t stream, const std::function<std::string()>& issue,
+                         cudaGraphExec_t* graph) {
+  *graph = nullptr;
+  if (cudaSetDevice(device) != cudaSuccess) return "cudaSetDevice failed";
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    return "cudaStreamBeginCapture failed";
+  }
+  std::string error = issue();
+  cudaGraph_t g = nullptr;
+  if (cudaStreamEndCapture(stream, &g) != cudaSuccess && error.empty()) error = "cudaStreamEndCapture failed";
+  if (error.empty() && cudaGraphInstantiate(graph, g, 0) != cudaSuccess) error = "cudaGraphInstantiate failed";
+  if (g != nullptr) cudaGraphDestroy(g);
+  return error;
+}
+
 DeviceBuffer::DeviceBuffer(int dev, size_t bytes) : device(dev) {
   cudaSetDevice(dev);
   if (cudaMalloc(&ptr, bytes > 0 ? bytes : 1) != cudaSuccess) ptr = nullptr;

@@ -12,6 +12,7 @@
 #include <braid/braid.h>
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,11 @@ struct World {
 void writeDevice(int device, void* dst, const void* src, size_t bytes);
 void readDevice(int device, void* dst, const void* src, size_t bytes);
 void fillDevice(int device, void* dst, unsigned char byte, size_t bytes);
+
+/// Captures what `issue` queues on `stream` (of `device`; thread-local capture) into `*graph`,
+/// instantiated. Returns "" or what failed: `issue`'s own error text, or the CUDA call.
+std::string captureGraph(int device, cudaStream_t stream, const std::function<std::string()>& issue,
+                         cudaGraphExec_t* graph);
 
 /// Device buffer of `bytes` on `device`, freed by the destructor.
 struct DeviceBuffer {

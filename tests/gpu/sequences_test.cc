@@ -47,14 +47,14 @@ TEST(GpuOneShot, MixedSizesBackToBackAndGraphReplays) {
   ASSERT_EQ(set.syncAndCheck(w), "");
   std::vector<cudaGraphExec_t> graphs(w.size());
   for (int r = 0; r < w.size(); ++r) {
-    cudaSetDevice(w.devices[r]);
-    ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    ASSERT_EQ(set.issueOne(w, 0, r), "");
-    ASSERT_EQ(set.issueOne(w, 1, r), "");
-    cudaGraph_t g;
-    ASSERT_EQ(cudaStreamEndCapture(w.streams[r], &g), cudaSuccess);
-    ASSERT_EQ(cudaGraphInstantiate(&graphs[r], g, 0), cudaSuccess);
-    cudaGraphDestroy(g);
+    ASSERT_EQ(captureGraph(
+                  w.devices[r], w.streams[r],
+                  [&] {
+                    std::string e = set.issueOne(w, 0, r);
+                    return e.empty() ? set.issueOne(w, 1, r) : e;
+                  },
+                  &graphs[r]),
+              "");
   }
   for (int replay = 0; replay < 3; ++replay) {
     for (int k = 0; k < 2; ++k) {

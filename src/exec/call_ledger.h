@@ -1,0 +1,87 @@
+// CallLedger: mismatched collectives between the GPU ranks of one host, found on the host as the
+// calls are queued, at no cost to the kernels.
+//
+// Each rank of a GPU communicator keeps a shared-memory block: its last kEntries collectives
+// (number and call tag, as host memory's slots carry them) and the word its kernels poll to give up
+// (the engine's abort flag). The ranks of a host map each other's blocks. Queuing collective #n, a
+// rank writes its entry, then (after a full fence) reads entry #n of the ranks before and after it
+// on the host: of any two neighbours the later to queue sees the other's entry, and if every pair of
+// neighbours agrees every rank of the host does. A difference fails the call before it is launched,
+// and the rank that found it writes the two calls into its block and raises every host rank's abort
+// word, so the kernels already queued (which wait for data the failing rank will not send) give up.
+// Those ranks learn why from the verdict (stopped()), which their next call and
+// braidCommGetAsyncError return.
+//
+// Not covered here (docs/reliability.md says what covers them): ranks on other hosts, send/recv,
+// and calls after a rank's first captured call (a graph's replays do not pass through here, so call
+// numbers stop lining up between ranks).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "transport/host_fifo.h"
+
+namespace braid::exec {
+
+class CallLedger {
+ public:
+  // A rank further ahead of a neighbour than this has overwritten the entry the neighbour would
+  // compare: that pair is not compared (CUDA queues about a thousand launches before it blocks).
+  static constexpr size_t kEntries = 1024;
+
+  CallLedger() = default;
+  ~CallLedger();
+  CallLedger(const CallLedger&) = delete;
+  CallLedger& operator=(const CallLedger&) = delete;
+
+  /// Creates this rank's block, named from the communicator's key and the rank (zeroed).
+  Status create(uint64_t commKey, int rank, std::string (*describeTag)(const transport::CallTag&));
+  /// Maps the block of `peer`, a rank of this host (any process), made by its create.
+  Status attach(int peer);
+  /// The ranks whose entries this rank compares with its own (its neighbours on the host; any
+  /// number, attached first).
+  void compareWith(std::vector<int> peers) { compared_ = std::move(peers); }
+  /// Removes the names (after every rank attached); the mappings stay.
+  void unlinkName();
+
+  /// The word this rank's kernels poll (host address; nonzero: give up). 4-byte aligned, at the
+  /// start of a page-aligned mapping, so that it can be registered with CUDA.
+  volatile int* abortWord() const;
+  /// The block's mapping (to register with CUDA) and its size.
+  void* block() const { return blocks_.empty() ? nullptr : blocks_.front().base; }
+  static size_t blockBytes();
+
+  /// Records collective `tag` (tag.seq its number) and compares it with the neighbours' entries of
+  /// the same number. `captured`: queued into a CUDA graph; from this rank's first such call on,
+  /// it and its neighbours compare no more. A mismatch returns the error (the call must not run),
+  /// leaves the verdict and raises every attached rank's abort word.
+  Status enter(const transport::CallTag& tag, bool captured);
+
+  /// True when a rank of this host stopped this communicator's kernels on a mismatch; `*why` says
+  /// which calls (the same text on every rank).
+  bool stopped(Status* why) const;
+
+ private:
+  struct Block;
+  struct Mapping {
+    int rank = -1;
+    Block* base = nullptr;
+  };
+  Block* blockOf(int rank) const;
+  Status mismatch(int peer, const transport::CallTag& mine, const transport::CallTag& theirs);
+  std::string describe(int rankA, const transport::CallTag& a, int rankB, const transport::CallTag& b) const;
+
+  uint64_t key_ = 0;
+  int rank_ = -1;
+  std::string name_;
+  std::vector<Mapping> blocks_;  // this rank's first
+  std::vector<int> compared_;
+  std::string (*describeTag_)(const transport::CallTag&) = nullptr;
+};
+
+}  // namespace braid::exec
