@@ -442,17 +442,15 @@ Status Comm::gpuResult(Status s) {
   return gpuStopped(&why) ? why : s;
 }
 
-// Whether a rank of this host stopped the kernels on mismatched calls (exec/call_ledger.h): the
-// communicator fails with the verdict (once), which `*why` gets.
+// Whether a rank stopped the kernels on mismatched calls (exec/call_ledger.h): the communicator
+// fails with the verdict, which `*why` gets. The verdict replaces an earlier failure: that was its
+// consequence (a peer's network connection closed as the peer stopped on it).
 bool Comm::gpuStopped(Status* why) const {
-  if (gpu_ == nullptr || !gpu_->stopped(why)) return false;
+  const State now = state();
+  if ((now != State::kReady && now != State::kFailed) || gpu_ == nullptr || !gpu_->stopped(why)) return false;
   std::lock_guard<std::mutex> lock(errorMu_);
-  if (state() == State::kFailed) {
-    *why = error_;
-  } else {
-    error_ = *why;
-    state_.store(State::kFailed, std::memory_order_release);
-  }
+  error_ = *why;
+  state_.store(State::kFailed, std::memory_order_release);
   return true;
 }
 
@@ -518,7 +516,7 @@ Status Comm::runGpuP2p(const std::vector<P2pRequest>& requests) {
 Status Comm::checkUsable() const {
   // A communicator the watchdog failed is also aborted: its report says more than "aborted".
   Status why;
-  if (state() == State::kReady && gpuStopped(&why)) return why.withContext("the communicator failed earlier");
+  if (gpuStopped(&why)) return why.withContext("the communicator failed earlier");
   if (aborted() && state() != State::kFailed) return invalidUsage("the communicator was aborted");
   switch (state()) {
     case State::kReady: return Status::ok();
@@ -533,17 +531,15 @@ Status Comm::checkUsable() const {
 }
 
 Status Comm::asyncError() const {
+  Status why;
+  if (gpuStopped(&why)) return why;
   switch (state()) {
     case State::kInitializing: return Status(Code::kInProgress, "the communicator is still initializing");
     case State::kFailed: {
       std::lock_guard<std::mutex> lock(errorMu_);
       return error_;
     }
-    default: {
-      Status why;
-      if (state() == State::kReady && gpuStopped(&why)) return why;
-      return aborted() ? Status(Code::kRemoteError, "the communicator was aborted") : Status::ok();
-    }
+    default: return aborted() ? Status(Code::kRemoteError, "the communicator was aborted") : Status::ok();
   }
 }
 

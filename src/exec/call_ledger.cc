@@ -4,9 +4,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace braid::exec {
 
@@ -16,6 +18,9 @@ constexpr size_t kTagWords = sizeof(transport::CallTag) / sizeof(uint64_t);
 static_assert(sizeof(transport::CallTag) % sizeof(uint64_t) == 0, "a tag is whole words");
 
 // One collective: its number (0 while the owner rewrites the entry) and its tag, read as a seqlock.
+// Every access is sequentially consistent: the seqlock needs its stores and loads in order, and of
+// two ranks that write their entries and then read each other's, one sees the other's (no fences:
+// ThreadSanitizer does not model them).
 struct Entry {
   std::atomic<uint64_t> number;
   std::atomic<uint64_t> words[kTagWords];
@@ -29,6 +34,34 @@ transport::CallTag unpack(const uint64_t* words) {
   return tag;
 }
 
+void write(Entry& e, const transport::CallTag& tag) {
+  uint64_t words[kTagWords];
+  pack(tag, words);
+  e.number.store(0);
+  for (size_t i = 0; i < kTagWords; ++i) e.words[i].store(words[i]);
+  e.number.store(tag.seq);
+}
+
+// Entry `number`'s tag, if `e` holds it whole.
+bool read(const Entry& e, uint64_t number, transport::CallTag* out) {
+  if (e.number.load() != number) return false;
+  uint64_t words[kTagWords];
+  for (size_t i = 0; i < kTagWords; ++i) words[i] = e.words[i].load();
+  if (e.number.load() != number) return false;  // rewritten meanwhile
+  *out = unpack(words);
+  return true;
+}
+
+// Whether collective `number` of a rank that first queued into a graph at `uncheckedFrom` (0:
+// never) is compared.
+bool comparable(uint64_t uncheckedFrom, uint64_t number) { return uncheckedFrom == 0 || uncheckedFrom > number; }
+
+// A tag on the wire to a rank of another host: `unused` says that the sender compares no more, or
+// that the tag is half of a verdict (the rank in `reserved`): the first call, then the second.
+constexpr uint8_t kWireUnchecked = 1;
+constexpr uint8_t kWireVerdictFirst = 2;
+constexpr uint8_t kWireVerdictSecond = 4;
+
 std::string blockName(uint64_t key, int rank) {
   char name[64];
   std::snprintf(name, sizeof(name), "/braid-ledger-%016llx-%d", static_cast<unsigned long long>(key), rank);
@@ -41,12 +74,21 @@ std::string blockName(uint64_t key, int rank) {
 struct CallLedger::Block {
   alignas(64) std::atomic<int32_t> abort;           // the kernels' abort flag (read as a volatile int)
   alignas(64) std::atomic<uint64_t> uncheckedFrom;  // the first collective queued into a graph (0: none)
-  alignas(64) std::atomic<uint32_t> verdict;        // 1 once the fields below are written (once)
-  int32_t verdictPeer;                              // the rank whose call differed from this rank's
-  uint64_t verdictMine[kTagWords];
-  uint64_t verdictTheirs[kTagWords];
+  alignas(64) std::atomic<uint32_t> verdict;        // 2 while claimed, 1 once the fields below are written
+  int32_t verdictRank[2];                           // the two ranks whose calls differ
+  uint64_t verdictTag[2][kTagWords];                // and their calls
   alignas(64) Entry entries[kEntries];
 };
+// A rank of another host, as the network brings its entries (this process's memory).
+struct CallLedger::Remote {
+  int rank = -1;
+  uint64_t sent = 0;         // the last of this rank's numbers sent to it (its link's thread)
+  bool verdictSent = false;  // (its link's thread)
+  std::atomic<uint64_t> uncheckedFrom{0};
+  Entry entries[kEntries] = {};
+  transport::CallTag verdictFirst;  // the first half of a verdict on its way (its receiving thread's)
+};
+
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int32_t>::is_always_lock_free,
               "the ledger's words are shared between processes");
 static_assert(sizeof(std::atomic<int32_t>) == sizeof(int), "the kernels read the abort word as an int");
@@ -55,6 +97,8 @@ size_t CallLedger::blockBytes() {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return (sizeof(Block) + page - 1) / page * page;
 }
+
+CallLedger::CallLedger() = default;
 
 CallLedger::~CallLedger() {
   unlinkName();
@@ -123,49 +167,117 @@ CallLedger::Block* CallLedger::blockOf(int rank) const {
   return nullptr;
 }
 
+void CallLedger::addRemote(int peer) {
+  auto r = std::make_unique<Remote>();
+  r->rank = peer;
+  remotes_.push_back(std::move(r));
+}
+
+size_t CallLedger::outgoing(int peer, transport::CallTag* out, size_t max) {
+  Remote* r = remoteOf(peer);
+  Block* me = blockOf(rank_);
+  if (r == nullptr || me == nullptr) return 0;
+  const uint64_t last = lastEntered_.load();
+  uint64_t n = std::max(r->sent + 1, last >= kEntries ? last - kEntries + 1 : 1);
+  size_t count = 0;
+  for (; n <= last && count < max; ++n) {
+    if (!read(me->entries[n % kEntries], n, &out[count])) continue;  // overwritten: gone
+    out[count].unused = comparable(me->uncheckedFrom.load(), n) ? 0 : kWireUnchecked;
+    ++count;
+  }
+  r->sent = n - 1;
+  return count;
+}
+
+CallLedger::Remote* CallLedger::remoteOf(int rank) const {
+  for (const auto& r : remotes_) {
+    if (r->rank == rank) return r.get();
+  }
+  return nullptr;
+}
+
 Status CallLedger::enter(const transport::CallTag& tag, bool captured) {
   Block* me = blockOf(rank_);
   if (me == nullptr || tag.seq == 0) return Status::ok();
-  if (captured && me->uncheckedFrom.load(std::memory_order_relaxed) == 0) {
-    me->uncheckedFrom.store(tag.seq, std::memory_order_release);
-  }
-  Entry& e = me->entries[tag.seq % kEntries];
-  uint64_t words[kTagWords];
-  pack(tag, words);
-  e.number.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  for (size_t i = 0; i < kTagWords; ++i) e.words[i].store(words[i], std::memory_order_relaxed);
-  e.number.store(tag.seq, std::memory_order_release);
-  // Of two ranks queuing the same number, at least one sees the other's entry past this fence.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (me->uncheckedFrom.load(std::memory_order_relaxed) != 0) return Status::ok();
+  if (captured && me->uncheckedFrom.load() == 0) me->uncheckedFrom.store(tag.seq);
+  write(me->entries[tag.seq % kEntries], tag);
+  lastEntered_.store(tag.seq);  // (the links' threads send it)
+  if (me->uncheckedFrom.load() != 0) return Status::ok();
+  transport::CallTag other;
   for (int peer : compared_) {
     Block* b = blockOf(peer);
-    if (b == nullptr) continue;
-    Entry& theirs = b->entries[tag.seq % kEntries];
-    if (theirs.number.load(std::memory_order_acquire) != tag.seq) continue;
-    for (size_t i = 0; i < kTagWords; ++i) words[i] = theirs.words[i].load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (theirs.number.load(std::memory_order_relaxed) != tag.seq) continue;  // rewritten meanwhile
     // A peer marks its first captured call before writing its entry, so this sees the mark.
-    const uint64_t from = b->uncheckedFrom.load(std::memory_order_acquire);
-    if (from != 0 && from <= tag.seq) continue;
-    const transport::CallTag other = unpack(words);
-    if (other != tag) return mismatch(peer, tag, other);
+    if (b == nullptr || !read(b->entries[tag.seq % kEntries], tag.seq, &other)) continue;
+    if (comparable(b->uncheckedFrom.load(), tag.seq) && other != tag) return mismatch(peer, tag, other);
+  }
+  for (const auto& r : remotes_) {
+    if (!read(r->entries[tag.seq % kEntries], tag.seq, &other)) continue;
+    if (comparable(r->uncheckedFrom.load(), tag.seq) && other != tag) return mismatch(r->rank, tag, other);
   }
   return Status::ok();
 }
 
-Status CallLedger::mismatch(int peer, const transport::CallTag& mine, const transport::CallTag& theirs) {
+Status CallLedger::arrived(int peer, const transport::CallTag& wire) {
+  Remote* r = remoteOf(peer);
   Block* me = blockOf(rank_);
-  if (me->verdict.load(std::memory_order_relaxed) == 0) {
-    me->verdictPeer = peer;
-    pack(mine, me->verdictMine);
-    pack(theirs, me->verdictTheirs);
+  if (r == nullptr || me == nullptr || wire.seq == 0) return Status::ok();
+  if ((wire.unused & kWireVerdictFirst) != 0) {
+    r->verdictFirst = wire;
+    return Status::ok();
+  }
+  if ((wire.unused & kWireVerdictSecond) != 0) {
+    transport::CallTag a = r->verdictFirst, b = wire;
+    const int rankA = static_cast<int>(a.reserved), rankB = static_cast<int>(b.reserved);
+    a.unused = b.unused = 0;
+    a.reserved = b.reserved = 0;
+    stop(rankA, a, rankB, b);
+    return Status(Code::kInvalidUsage, describe(rankA, a, rankB, b) + " (found on another host)");
+  }
+  if ((wire.unused & kWireUnchecked) != 0 && r->uncheckedFrom.load() == 0) r->uncheckedFrom.store(wire.seq);
+  transport::CallTag theirs = wire;
+  theirs.unused = 0;
+  write(r->entries[wire.seq % kEntries], theirs);
+  transport::CallTag mine;
+  if (!comparable(r->uncheckedFrom.load(), wire.seq) || !read(me->entries[wire.seq % kEntries], wire.seq, &mine) ||
+      !comparable(me->uncheckedFrom.load(), wire.seq) || mine == theirs) {
+    return Status::ok();
+  }
+  return mismatch(peer, mine, theirs);
+}
+
+Status CallLedger::mismatch(int peer, const transport::CallTag& mine, const transport::CallTag& theirs) {
+  stop(rank_, mine, peer, theirs);
+  return Status(Code::kInvalidUsage, describe(rank_, mine, peer, theirs));
+}
+
+void CallLedger::stop(int rankA, const transport::CallTag& a, int rankB, const transport::CallTag& b) {
+  Block* me = blockOf(rank_);
+  uint32_t unclaimed = 0;
+  if (me->verdict.compare_exchange_strong(unclaimed, 2)) {  // the first finding is the verdict
+    me->verdictRank[0] = rankA;
+    me->verdictRank[1] = rankB;
+    pack(a, me->verdictTag[0]);
+    pack(b, me->verdictTag[1]);
     me->verdict.store(1, std::memory_order_release);
   }
   for (const Mapping& m : blocks_) m.base->abort.store(1, std::memory_order_release);
-  return Status(Code::kInvalidUsage, describe(rank_, mine, peer, theirs));
+}
+
+bool CallLedger::verdictFor(int peer, transport::CallTag half[2]) {
+  Remote* r = remoteOf(peer);
+  Block* me = blockOf(rank_);
+  if (r == nullptr || me == nullptr || r->verdictSent || me->abort.load(std::memory_order_acquire) == 0) return false;
+  for (const Mapping& m : blocks_) {
+    if (m.base->verdict.load(std::memory_order_acquire) != 1) continue;
+    for (int i = 0; i < 2; ++i) {
+      half[i] = unpack(m.base->verdictTag[i]);
+      half[i].reserved = static_cast<uint32_t>(m.base->verdictRank[i]);
+      half[i].unused = i == 0 ? kWireVerdictFirst : kWireVerdictSecond;
+    }
+    r->verdictSent = true;
+    return true;
+  }
+  return false;
 }
 
 std::string CallLedger::describe(int rankA, const transport::CallTag& a, int rankB, const transport::CallTag& b) const {
@@ -181,9 +293,9 @@ bool CallLedger::stopped(Status* why) const {
   Block* me = blockOf(rank_);
   if (me == nullptr || me->abort.load(std::memory_order_acquire) == 0) return false;
   for (const Mapping& m : blocks_) {
-    if (m.base->verdict.load(std::memory_order_acquire) == 0) continue;
-    *why = Status(Code::kInvalidUsage,
-                  describe(m.rank, unpack(m.base->verdictMine), m.base->verdictPeer, unpack(m.base->verdictTheirs)));
+    if (m.base->verdict.load(std::memory_order_acquire) != 1) continue;
+    *why = Status(Code::kInvalidUsage, describe(m.base->verdictRank[0], unpack(m.base->verdictTag[0]),
+                                                m.base->verdictRank[1], unpack(m.base->verdictTag[1])));
     return true;
   }
   return false;

@@ -12,14 +12,23 @@
 // Those ranks learn why from the verdict (stopped()), which their next call and
 // braidCommGetAsyncError return.
 //
-// Not covered here (docs/reliability.md says what covers them): ranks on other hosts, send/recv,
-// and calls after a rank's first captured call (a graph's replays do not pass through here, so call
-// numbers stop lining up between ranks).
+// Between hosts, the lowest rank of each host is compared with those of the hosts before and after
+// it (in rank order) over the network: a thread per link sends the rank's new entries in batches
+// (outgoing), off the launch path, and compares each entry that arrives with the rank's own
+// (arrived); both hosts of a pair find a mismatch. With every host's ranks linked and the hosts in
+// a cycle, any mismatch differs across some compared pair. A verdict crosses the links too
+// (verdictFor: the two calls, sent by the linked rank of the host that has one, passed on around
+// the cycle), so that every host's kernels stop.
+//
+// Not covered here (docs/reliability.md says what covers them): send/recv, ranks more than kEntries
+// collectives apart, and calls after a rank's first captured call (a graph's replays do not pass
+// through here, so call numbers stop lining up between ranks).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,7 +43,7 @@ class CallLedger {
   // compare: that pair is not compared (CUDA queues about a thousand launches before it blocks).
   static constexpr size_t kEntries = 1024;
 
-  CallLedger() = default;
+  CallLedger();
   ~CallLedger();
   CallLedger(const CallLedger&) = delete;
   CallLedger& operator=(const CallLedger&) = delete;
@@ -46,6 +55,9 @@ class CallLedger {
   /// The ranks whose entries this rank compares with its own (its neighbours on the host; any
   /// number, attached first).
   void compareWith(std::vector<int> peers) { compared_ = std::move(peers); }
+  /// A rank of another host compared with this one: this rank's entries go to it (outgoing,
+  /// verdictFor) and its come back (arrived), on its link's thread. Before the first enter.
+  void addRemote(int peer);
   /// Removes the names (after every rank attached); the mappings stay.
   void unlinkName();
 
@@ -62,18 +74,37 @@ class CallLedger {
   /// leaves the verdict and raises every attached rank's abort word.
   Status enter(const transport::CallTag& tag, bool captured);
 
+  /// For the link with remote rank `peer` (its thread only): up to `max` of this rank's entries
+  /// not yet sent to it, in order, into `out` (an entry overwritten before it went is skipped);
+  /// returns how many. Each says whether this rank compares no more.
+  size_t outgoing(int peer, transport::CallTag* out, size_t max);
+
+  /// Entry `tag` of remote rank `peer`, as the network brought it (any thread, in the order sent):
+  /// compared with this rank's own entry of that number, if queued. Of the two threads, this and
+  /// the enter of the same number, at least one sees both entries. A mismatch returns the error
+  /// and stops the kernels, as in enter.
+  Status arrived(int peer, const transport::CallTag& tag);
+
+  /// This host's verdict, once there is one, for the link with `peer` (its thread; which then
+  /// passes it on): `half` gets the two calls, true the one time per link.
+  bool verdictFor(int peer, transport::CallTag half[2]);
+
   /// True when a rank of this host stopped this communicator's kernels on a mismatch; `*why` says
   /// which calls (the same text on every rank).
   bool stopped(Status* why) const;
 
  private:
   struct Block;
+  struct Remote;
   struct Mapping {
     int rank = -1;
     Block* base = nullptr;
   };
   Block* blockOf(int rank) const;
+  Remote* remoteOf(int rank) const;
   Status mismatch(int peer, const transport::CallTag& mine, const transport::CallTag& theirs);
+  // Leaves the verdict (unless this rank has one) and raises every attached rank's abort word.
+  void stop(int rankA, const transport::CallTag& a, int rankB, const transport::CallTag& b);
   std::string describe(int rankA, const transport::CallTag& a, int rankB, const transport::CallTag& b) const;
 
   uint64_t key_ = 0;
@@ -81,6 +112,8 @@ class CallLedger {
   std::string name_;
   std::vector<Mapping> blocks_;  // this rank's first
   std::vector<int> compared_;
+  std::vector<std::unique_ptr<Remote>> remotes_;
+  std::atomic<uint64_t> lastEntered_{0};  // the number of the latest enter
   std::string (*describeTag_)(const transport::CallTag&) = nullptr;
 };
 

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "algo/connections.h"
@@ -279,6 +281,9 @@ Status CudaEngine::State::around(cudaStream_t stream, bool begin) {
 }
 
 void CudaEngine::State::closeTransports() {
+  ledgerStop.store(true);  // (their waits are at most 50 ms)
+  for (std::thread& t : ledgerThreads) t.join();
+  ledgerThreads.clear();
   for (auto& t : transports) t.reset();  // the network's proxy stops; IPC and shared mappings close
 }
 
@@ -339,6 +344,7 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
   for (auto& t : s.transports) {
     if (t != nullptr) BRAID_RETURN_IF_ERROR(t->start(offers));
   }
+  BRAID_RETURN_IF_ERROR(linkLedgers(ids));
   // The table: for each (channel, connId, peer), both ends as this rank sees them.
   std::vector<PeerConn> table(static_cast<size_t>(s.o.channels) * algo::kNumConnIds * n);
   for (int c = 0; c < s.o.channels; ++c) {
@@ -399,6 +405,79 @@ Status CudaEngine::openLedgers(const std::vector<transport::PeerIdentity>& ids) 
   neighbours.erase(me);
   s.ledger.compareWith(std::vector<int>(neighbours.begin(), neighbours.end()));
   return Status::ok();
+}
+
+// Across hosts: the lowest rank of each host links its ledger with those of the hosts before and
+// after it (hosts in the order of their lowest ranks, a cycle) over the network; a thread per link
+// hands the entries that arrive to the ledger.
+Status CudaEngine::linkLedgers(const std::vector<transport::PeerIdentity>& ids) {
+  State& s = *s_;
+  auto* net = static_cast<transport::NetDeviceTransport*>(s.transports[static_cast<int>(transport::Kind::kNet)].get());
+  if (net == nullptr) return Status::ok();
+  const int me = s.o.rank;
+  std::vector<int> leaders;  // each host's lowest rank, ascending
+  for (int q = 0; q < s.o.nranks; ++q) {
+    bool first = true;
+    for (int p = 0; p < q && first; ++p) first = ids[p].host != ids[q].host;
+    if (first) leaders.push_back(q);
+  }
+  const auto at = std::find(leaders.begin(), leaders.end(), me);
+  if (at == leaders.end() || leaders.size() < 2) return Status::ok();
+  const size_t i = static_cast<size_t>(at - leaders.begin()), n = leaders.size();
+  std::set<int> linked = {leaders[(i + 1) % n], leaders[(i + n - 1) % n]};
+  for (int peer : linked) {
+    State::Link link;
+    link.peer = peer;
+    BRAID_RETURN_IF_ERROR(net->link(peer, &link.out, &link.in));
+    s.ledger.addRemote(peer);
+    s.ledgerLinks.push_back(link);
+  }
+  State* state = s_.get();
+  for (const State::Link& link : s.ledgerLinks) {  // once every remote is added: the threads read them
+    s.ledgerThreads.emplace_back([state, link] { state->runLedgerLink(link); });
+  }
+  BRAID_INFO(log::Subsys::kInit, "call ledger linked with rank(s) ", *linked.begin(),
+             linked.size() > 1 ? " and " + std::to_string(*linked.rbegin()) : std::string(), " on other hosts");
+  return Status::ok();
+}
+
+// A link's thread: hands each batch of entries that arrives from the peer to the ledger (at once:
+// the peer's proxy wakes it), and sends this rank's new entries and this host's verdict in batches
+// of its own, every 2 ms while calls come (up to 50 ms apart when idle), and once more as it stops
+// (a verdict found just before the communicator ends still goes).
+void CudaEngine::State::runLedgerLink(const Link& link) {
+  constexpr size_t kBatch = transport::NetDeviceTransport::kHostLinkSlotBytes / sizeof(transport::CallTag);
+  int waitMs = 2;
+  for (bool last = false; !last;) {
+    last = ledgerStop.load();
+    bool busy = false;
+    for (bool ready = link.in->readableWithin(std::chrono::milliseconds(last ? 0 : waitMs)); ready;
+         ready = link.in->readableWithin(std::chrono::milliseconds(0))) {
+      size_t bytes = 0;
+      const char* data = link.in->waitReadable(&bytes, transport::StopFlags{});  // (readable: no wait)
+      transport::CallTag tags[kBatch];
+      const size_t n = std::min(bytes / sizeof(transport::CallTag), kBatch);
+      std::memcpy(static_cast<void*>(tags), data, n * sizeof(transport::CallTag));
+      link.in->release();
+      for (size_t i = 0; i < n; ++i) {
+        Status st = ledger.arrived(link.peer, tags[i]);
+        if (!st.isOk()) BRAID_WARN(log::Subsys::kColl, "rank ", o.rank, ": ", st.message());
+      }
+      busy = true;
+    }
+    while (link.out->tailCount() - link.out->headCount() < static_cast<uint64_t>(link.out->slots())) {
+      transport::CallTag tags[kBatch];
+      size_t n = ledger.verdictFor(link.peer, tags) ? 2 : 0;
+      n += ledger.outgoing(link.peer, tags + n, kBatch - n);
+      if (n == 0) break;
+      char* slot = link.out->waitWritable(transport::StopFlags{});  // (a slot is free: no wait)
+      std::memcpy(slot, tags, n * sizeof(transport::CallTag));
+      link.out->publish(n * sizeof(transport::CallTag));
+      busy = true;
+    }
+    if (link.in->closedBy() >= 0 && link.out->closedBy() >= 0) break;  // the peer went
+    waitMs = busy ? 2 : std::min(waitMs * 2, 50);
+  }
 }
 
 bool CudaEngine::stopped(Status* why) const { return s_ && s_->ledger.stopped(why); }

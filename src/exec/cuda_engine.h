@@ -159,6 +159,7 @@ class CudaEngine {
   Status boundedShape(const CudaCall& call, algo::CallShape* shape) const;
   Status launch(void* stream, const char* range, const std::function<int()>& launchFn);
   Status openLedgers(const std::vector<transport::PeerIdentity>& ids);
+  Status linkLedgers(const std::vector<transport::PeerIdentity>& ids);
   Status enterLedger(const CudaCall* calls, size_t n);
   std::unique_ptr<State> s_;
 };

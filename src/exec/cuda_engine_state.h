@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -73,6 +74,16 @@ struct CudaEngine::State {
   // kernels' abort flag, registered with CUDA as mapped memory so that the kernels read it.
   CallLedger ledger;
   bool ledgerRegistered = false;
+  // Across hosts: the ledger's links with ranks of other hosts (their FIFOs owned by the network's
+  // connections), a thread each (runLedgerLink).
+  struct Link {
+    int peer = -1;
+    transport::HostFifo* out = nullptr;
+    transport::HostFifo* in = nullptr;
+  };
+  std::vector<Link> ledgerLinks;
+  std::vector<std::thread> ledgerThreads;
+  std::atomic<bool> ledgerStop{false};
   int* abortHost = nullptr;  // in the ledger's block
   int* abortDevice = nullptr;
   cudaEvent_t lastDone = nullptr;  // the previous call's kernel, for ordering calls on other streams
@@ -108,7 +119,10 @@ struct CudaEngine::State {
   // Stream-ordered work of the transports around each kernel on `stream` (the network's proxy
   // polls while one may run).
   Status around(cudaStream_t stream, bool begin);
-  // The transports, after the last kernel: the network's proxy stops, mappings close.
+  // Across hosts (cuda_engine.cc): the thread of a ledger link.
+  void runLedgerLink(const Link& link);
+  // The transports, after the last kernel: the ledger's threads and the network's proxy stop,
+  // mappings close.
   void closeTransports();
 
   // cuda_watch.cc. Allocates the kernels' record (create, with o.watch); frees it (destructor).

@@ -240,6 +240,19 @@ const char* HostFifo::waitReadable(size_t* bytes, const StopFlags& stop, CallTag
   return slot(head);
 }
 
+bool HostFifo::readableWithin(std::chrono::milliseconds timeout) {
+  const uint64_t head = block_->head.load(std::memory_order_relaxed);
+  SlotHeader* h = header(head);
+  auto ready = [&] { return h->seq.load(std::memory_order_acquire) == head + 1; };
+  auto done = [&] { return ready() || block_->closedBy.load(std::memory_order_acquire) != 0; };
+  if (done() || crossProcess_) return ready();
+  std::unique_lock<std::mutex> lock(mu_);
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  cv_.wait_for(lock, timeout, done);
+  sleepers_.fetch_sub(1);
+  return ready();
+}
+
 void HostFifo::release() {
   block_->head.store(block_->head.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   notify();

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -173,6 +174,9 @@ class HostFifo {
   const char* waitReadable(size_t* bytes, const StopFlags& stop, CallTag* tag = nullptr);
   /// Frees the slot from waitReadable.
   void release();
+  /// Waits at most `timeout` for a slot to hold data: true if one does (false also once closed).
+  /// For a reader of a heap FIFO that has other work too (the call ledger's links).
+  bool readableWithin(std::chrono::milliseconds timeout);
 
   /// Wakes every waiter of this process (abort).
   void wakeAll();

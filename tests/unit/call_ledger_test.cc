@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -189,6 +191,205 @@ TEST(CallLedger, ConcurrentRanksNeverMissAndNeverInvent) {
       }
     }
   }
+}
+
+// Two hosts of one rank each (ranks 0 and 1), linked as CudaEngine links hosts' lowest ranks over
+// the network: deliver(from) does what the link's threads do, rank `from`'s verdict (if any) and
+// new entries taken (verdictFor, outgoing) and handed to the other's arrived().
+struct TwoHosts {
+  TwoHosts() : key(uniqueKey()) {
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_TRUE(ledger[r].create(key, r, core::HostEngine::describeTag).isOk());
+      ledger[r].addRemote(1 - r);
+    }
+  }
+  // Returns the first error arrived() gave.
+  Status deliver(int from) {
+    std::lock_guard<std::mutex> lock(mu[from]);  // one thread per link
+    Status first;
+    for (;;) {
+      transport::CallTag batch[64];
+      size_t n = ledger[from].verdictFor(1 - from, batch) ? 2 : 0;
+      n += ledger[from].outgoing(1 - from, batch + n, 64 - n);
+      if (n == 0) return first;
+      for (size_t i = 0; i < n; ++i) {
+        Status s = ledger[1 - from].arrived(from, batch[i]);
+        if (first.isOk()) first = s;
+        delivered[from] = std::max(delivered[from].load(), batch[i].seq);
+      }
+    }
+  }
+  uint64_t key;
+  CallLedger ledger[2];
+  std::mutex mu[2];
+  std::atomic<uint32_t> delivered[2] = {0, 0};  // the last number each rank's link handed over
+};
+
+// Whichever way the entries cross, both hosts find the mismatch and report the same two calls.
+TEST(CallLedger, BothHostsFindAMismatchBetweenThem) {
+  for (int order = 0; order < 3; ++order) {
+    TwoHosts h;
+    ASSERT_TRUE(h.ledger[0].enter(allReduce(1, 1000, braidSum), false).isOk());
+    if (order == 0) {
+      EXPECT_TRUE(h.deliver(0).isOk());  // rank 1 has the entry before it queues
+    }
+    Status s1 = h.ledger[1].enter(allReduce(1, 1000, braidMax), false);
+    EXPECT_EQ(s1.code(), order == 0 ? Code::kInvalidUsage : Code::kOk) << order;
+    Status a1 = h.deliver(0), a0 = h.deliver(1);
+    if (order != 0) {
+      EXPECT_EQ(a1.code(), Code::kInvalidUsage) << "rank 1's receiving thread finds it: " << order;
+    }
+    EXPECT_EQ(a0.code(), Code::kInvalidUsage) << "rank 0's receiving thread finds it: " << order;
+    for (int r : {0, 1}) {
+      Status why;
+      ASSERT_TRUE(h.ledger[r].stopped(&why)) << r;
+      EXPECT_EQ(why.message().rfind("mismatched calls: rank 0 queued allreduce #1 (1000 x float32, sum) and rank 1 "
+                                    "allreduce #1 (1000 x float32, max)",
+                                    0),
+                0u)
+          << why.message();
+    }
+  }
+}
+
+TEST(CallLedger, MatchedCallsBetweenHostsPass) {
+  TwoHosts h;
+  for (uint32_t n = 1; n <= 2 * CallLedger::kEntries; ++n) {
+    ASSERT_TRUE(h.ledger[n % 2].enter(allReduce(n, n), false).isOk());
+    if (n % 3 == 0) {
+      ASSERT_TRUE(h.deliver(n % 2).isOk());
+    }
+    ASSERT_TRUE(h.ledger[1 - n % 2].enter(allReduce(n, n), false).isOk());
+    ASSERT_TRUE(h.deliver(0).isOk());
+    ASSERT_TRUE(h.deliver(1).isOk());
+  }
+  Status why;
+  EXPECT_FALSE(h.ledger[0].stopped(&why));
+  EXPECT_FALSE(h.ledger[1].stopped(&why));
+}
+
+// A rank that queued into a graph says so on the wire: the other host compares no more with it.
+TEST(CallLedger, ACapturedCallCrossesTheWire) {
+  TwoHosts h;
+  ASSERT_TRUE(h.ledger[0].enter(allReduce(1), false).isOk());
+  ASSERT_TRUE(h.ledger[0].enter(allReduce(2), true).isOk());
+  ASSERT_TRUE(h.ledger[0].enter(allReduce(3, 9), false).isOk());
+  ASSERT_TRUE(h.deliver(0).isOk());
+  EXPECT_TRUE(h.ledger[1].enter(allReduce(1), false).isOk());
+  EXPECT_TRUE(h.ledger[1].enter(allReduce(2, 5), false).isOk());
+  EXPECT_TRUE(h.ledger[1].enter(allReduce(3, 7), false).isOk());
+  EXPECT_TRUE(h.deliver(1).isOk());
+  Status why;
+  EXPECT_FALSE(h.ledger[0].stopped(&why));
+  EXPECT_FALSE(h.ledger[1].stopped(&why));
+}
+
+// A rank that ran more than the ledger ahead of its link sends only the entries still there.
+TEST(CallLedger, EntriesOverwrittenBeforeTheyWentAreSkipped) {
+  TwoHosts h;
+  constexpr uint32_t kMore = 10;
+  for (uint32_t n = 1; n <= CallLedger::kEntries + kMore; ++n)
+    ASSERT_TRUE(h.ledger[0].enter(allReduce(n), false).isOk());
+  std::vector<transport::CallTag> out(CallLedger::kEntries + kMore);
+  const size_t got = h.ledger[0].outgoing(1, out.data(), out.size());
+  ASSERT_EQ(got, CallLedger::kEntries);
+  EXPECT_EQ(out.front().seq, kMore + 1);
+  EXPECT_EQ(out[got - 1].seq, CallLedger::kEntries + kMore);
+  EXPECT_EQ(h.ledger[0].outgoing(1, out.data(), out.size()), 0u) << "each entry goes once";
+}
+
+// The enter of a number and the arrival of the peer's entry of that number race on two threads:
+// at least one of them sees both, so a mismatch is never missed, and matched calls are never
+// taken for one; while neither rank is more than half the ledger ahead of the other, or of what
+// the wire has brought it (else the entry compared has been overwritten).
+TEST(CallLedger, AnArrivalRacingItsEnterIsNeverMissed) {
+  constexpr uint32_t kCalls = 3 * CallLedger::kEntries;
+  for (int trial = 0; trial < 10; ++trial) {
+    const uint32_t bad = trial % 2 == 0 ? 0 : 1 + static_cast<uint32_t>(trial * 53 % kCalls);
+    TwoHosts h;
+    std::atomic<bool> stop{false};
+    std::atomic<int> found{0};
+    std::thread carrier([&] {
+      while (!stop.load()) {
+        for (int from : {0, 1}) {
+          if (!h.deliver(from).isOk()) ++found;
+        }
+        std::this_thread::yield();
+      }
+    });
+    std::atomic<uint32_t> done[2] = {0, 0};
+    auto rank = [&](int r) {
+      for (uint32_t n = 1; n <= kCalls; ++n) {
+        while (n > done[1 - r].load() + CallLedger::kEntries / 2 ||
+               n > h.delivered[1 - r].load() + CallLedger::kEntries / 2) {
+          std::this_thread::yield();
+        }
+        if (!h.ledger[r].enter(allReduce(n, 3, n == bad && r == 1 ? braidMax : braidSum), false).isOk()) ++found;
+        done[r] = n;
+      }
+      done[r] = 2 * kCalls;
+    };
+    std::thread a(rank, 0), b(rank, 1);
+    a.join();
+    b.join();
+    stop = true;
+    carrier.join();
+    (void)h.deliver(0);
+    (void)h.deliver(1);
+    Status why;
+    if (bad == 0) {
+      EXPECT_EQ(found.load(), 0) << "trial " << trial;
+      EXPECT_FALSE(h.ledger[0].stopped(&why));
+    } else {
+      EXPECT_GE(found.load(), 2) << "trial " << trial << ": both hosts must find call " << bad;
+      EXPECT_TRUE(h.ledger[0].stopped(&why) && h.ledger[1].stopped(&why)) << "trial " << trial;
+    }
+  }
+}
+
+// Host A holds rank 0; host B ranks 1 and 2; ranks 0 and 1 (their hosts' lowest) are linked. Rank 2
+// differs from rank 1 and finds it on host B; rank 1's receiving thread passes the verdict on
+// (forward), and host A stops too, with the same two calls. Passing it back changes nothing.
+TEST(CallLedger, AVerdictCrossesToTheOtherHost) {
+  const uint64_t key = uniqueKey();
+  CallLedger ledger[3];
+  for (int r = 0; r < 3; ++r) ASSERT_TRUE(ledger[r].create(key, r, core::HostEngine::describeTag).isOk());
+  ASSERT_TRUE(ledger[1].attach(2).isOk());
+  ASSERT_TRUE(ledger[2].attach(1).isOk());
+  ledger[1].compareWith({2});
+  ledger[2].compareWith({1});
+  ledger[0].addRemote(1);
+  ledger[1].addRemote(0);
+  // What rank `from`'s link thread sends, handed to the other's arrived().
+  auto deliver = [&](int from) {
+    Status first;
+    transport::CallTag batch[64];
+    size_t n = ledger[from].verdictFor(1 - from, batch) ? 2 : 0;
+    n += ledger[from].outgoing(1 - from, batch + n, 64 - n);
+    for (size_t i = 0; i < n; ++i) {
+      Status s = ledger[1 - from].arrived(from, batch[i]);
+      if (first.isOk()) first = s;
+    }
+    return first;
+  };
+  ASSERT_TRUE(ledger[0].enter(allReduce(1), false).isOk());
+  ASSERT_TRUE(ledger[1].enter(allReduce(1), false).isOk());
+  EXPECT_TRUE(deliver(0).isOk());
+  EXPECT_TRUE(deliver(1).isOk());
+  transport::CallTag half[2];
+  EXPECT_FALSE(ledger[0].verdictFor(1, half)) << "no verdict yet";
+  Status found = ledger[2].enter(allReduce(1, 1000, braidMax), false);
+  ASSERT_EQ(found.code(), Code::kInvalidUsage);
+  Status why;
+  EXPECT_FALSE(ledger[0].stopped(&why)) << "host A has not heard yet";
+  EXPECT_EQ(deliver(1).code(), Code::kInvalidUsage);
+  EXPECT_FALSE(ledger[1].verdictFor(0, half)) << "once per link";
+  ASSERT_TRUE(ledger[0].stopped(&why));
+  EXPECT_EQ(why.message(), found.message()) << "every host reports the same two calls";
+  EXPECT_EQ(*ledger[0].abortWord(), 1);
+  (void)deliver(0);  // back to host B, which has its verdict already
+  ASSERT_TRUE(ledger[1].stopped(&why));
+  EXPECT_EQ(why.message(), found.message());
 }
 
 TEST(CallLedger, ANamelessPeerIsAnErrorAndNamesAreRemoved) {

@@ -305,5 +305,75 @@ TEST(NetTransport, AConnectionAPeerNeverMadeFailsOnceItIsGone) {
   EXPECT_EQ(later->closedBy(), 1) << "a connection asked for after the peer left, never made by it";
 }
 
+// A host link (attach with quiet, as the call ledger links hosts' ranks): heap FIFOs both ways,
+// tagged slots of no data arrive in order with their tags; when one side goes, the other's inbox
+// closes (its reader stops) but nobody is told of a failure, since the link's end fails no call.
+// The same link made loud does tell (the check can fail).
+TEST(NetTransport, AQuietHostLinkCarriesTagsAndEndsWithoutAFailure) {
+  for (bool quiet : {true, false}) {
+    SCOPED_TRACE(quiet ? "quiet" : "loud");
+    std::atomic<int> failures[2] = {0, 0};
+    std::unique_ptr<NetTransport> rank[2];
+    ASSERT_TRUE(startPair(
+        rank,
+        [&failures](int r) {
+          NetOptions o = attachedOptions(8, 64);
+          o.onFailure = [&failures, r](int, const std::string&) { ++failures[r]; };
+          return o;
+        },
+        nullptr));
+    HostFifo* out[2] = {nullptr, nullptr};
+    HostFifo* in[2] = {nullptr, nullptr};
+    for (int r = 0; r < 2; ++r) {  // the incoming side first, as NetDeviceTransport::link
+      auto fifo = std::make_unique<HostFifo>(64, 64);
+      in[r] = fifo.get();
+      ASSERT_TRUE(rank[r]->attach(1023, 1023, 1 - r, r, std::move(fifo), quiet).isOk());
+    }
+    for (int r = 0; r < 2; ++r) {
+      auto fifo = std::make_unique<HostFifo>(64, 64);
+      out[r] = fifo.get();
+      ASSERT_TRUE(rank[r]->attach(1023, 1023, r, 1 - r, std::move(fifo), quiet).isOk());
+    }
+    // Every wait below ends within 10 s.
+    std::atomic<bool> timeUp{false}, finished{false};
+    std::thread timer([&] {
+      for (int i = 0; i < 100 && !finished.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      timeUp = true;
+    });
+    StopFlags stop;
+    stop.abort = &timeUp;
+    constexpr uint32_t kTags = 40;
+    for (int r = 0; r < 2; ++r) {
+      for (uint32_t n = 1; n <= kTags; ++n) {
+        CallTag t;
+        t.seq = n;
+        t.count = 1000 * r + n;
+        t.kind = 1;
+        ASSERT_NE(out[r]->waitWritable(stop), nullptr);
+        out[r]->publish(0, t);
+      }
+    }
+    for (int r = 0; r < 2; ++r) {
+      for (uint32_t n = 1; n <= kTags; ++n) {
+        size_t bytes = 1;
+        CallTag t;
+        ASSERT_NE(in[r]->waitReadable(&bytes, stop, &t), nullptr) << "rank " << r << ", tag " << n;
+        EXPECT_EQ(bytes, 0u);
+        EXPECT_EQ(t.seq, n);
+        EXPECT_EQ(t.count, 1000u * (1 - r) + n);
+        in[r]->release();
+      }
+    }
+    rank[1].reset();
+    size_t bytes = 0;
+    EXPECT_EQ(in[0]->waitReadable(&bytes, stop, nullptr), nullptr);
+    EXPECT_FALSE(timeUp.load()) << "rank 0's inbox must close when rank 1 goes";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a failure would be told by now
+    EXPECT_EQ(failures[0].load() == 0, quiet) << failures[0].load() << " failure(s) told";
+    finished = true;
+    timer.join();
+  }
+}
+
 }  // namespace
 }  // namespace braid::transport

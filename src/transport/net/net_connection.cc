@@ -111,7 +111,7 @@ bool NetConnection::slotSize(uint64_t counter, uint64_t* bytes) const {
 void NetConnection::fail(const std::string& why) {
   if (fifo_->closedBy() >= 0) return;
   fifo_->close(peer_, why);
-  observer_->failed(peer_, why);
+  if (!quiet_) observer_->failed(peer_, why);
 }
 
 NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const network::Network* network, void* comm)

@@ -54,6 +54,9 @@ class NetConnection {
   /// The same over a FIFO made elsewhere (one a GPU kernel shares: HostFifo::forDevice).
   NetConnection(bool outgoing, int peer, std::unique_ptr<HostFifo> fifo, int lanes, FifoObserver* observer);
 
+  /// Its end is no failure of the calls: fail() closes the FIFO and tells the observer nothing.
+  /// Before the first lane.
+  void setQuiet() { quiet_ = true; }
   bool outgoing() const { return outgoing_; }
   int peer() const { return peer_; }
   HostFifo& fifo() { return *fifo_; }
@@ -91,6 +94,7 @@ class NetConnection {
  private:
   const bool outgoing_;
   const int peer_;
+  bool quiet_ = false;
   std::unique_ptr<HostFifo> fifo_;
   FifoObserver* observer_;
   std::atomic<int> lanes_;

@@ -192,6 +192,17 @@ Status NetDeviceTransport::ends(int channel, int connId, int peer, char*, char*,
       .withContext("connecting to rank " + std::to_string(peer) + " on another host");
 }
 
+Status NetDeviceTransport::link(int peer, HostFifo** outbox, HostFifo** inbox) {
+  constexpr int kSlots = 16;
+  auto out = std::make_unique<HostFifo>(kSlots, kHostLinkSlotBytes);
+  auto in = std::make_unique<HostFifo>(kSlots, kHostLinkSlotBytes);
+  *outbox = out.get();
+  *inbox = in.get();
+  BRAID_RETURN_IF_ERROR(net_->attach(kHostLinkId, kHostLinkId, peer, o_.rank, std::move(in), true));
+  return net_->attach(kHostLinkId, kHostLinkId, o_.rank, peer, std::move(out), true)
+      .withContext("linking the call ledger with rank " + std::to_string(peer) + " on another host");
+}
+
 Status NetDeviceTransport::around(void* stream, bool begin) {
   return cudaCheck("cudaLaunchHostFunc (network proxy)",
                    cudaLaunchHostFunc(static_cast<cudaStream_t>(stream), begin ? netBegin : netEnd, net_.get()));

@@ -63,6 +63,13 @@ class NetDeviceTransport : public DeviceTransport {
   bool gpuDirectCapable() { return localGdr() != Gdr::kNone; }
   Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
   Status around(void* stream, bool begin) override;
+  /// A link of host-memory FIFOs with `peer`, both ways, for the host's own messages (the call
+  /// ledger's batches of entries), slots of kHostLinkSlotBytes: `*outbox` this rank publishes to,
+  /// `*inbox` it reads; the connections own both. Channel and connection id kHostLinkId, which no
+  /// kernel's connection has. Its end is no failure (attach's quiet).
+  Status link(int peer, HostFifo** outbox, HostFifo** inbox);
+  static constexpr int kHostLinkId = 1023;
+  static constexpr size_t kHostLinkSlotBytes = 2048;
   std::string describeLinks(int peer) const override {
     return net_ == nullptr ? std::string() : net_->describePeer(peer);
   }

@@ -315,11 +315,11 @@ Status NetTransport::fifo(int channel, int connId, int src, int dst, HostFifo** 
   return Status::ok();
 }
 
-Status NetTransport::attach(int channel, int connId, int src, int dst, std::unique_ptr<HostFifo> fifo) {
+Status NetTransport::attach(int channel, int connId, int src, int dst, std::unique_ptr<HostFifo> fifo, bool quiet) {
   Key key{channel, connId, src, dst};
   if (src == rank_) {
     std::shared_ptr<NetConnection> connection;
-    return connectOutgoing(key, std::move(fifo), &connection);
+    return connectOutgoing(key, std::move(fifo), &connection, quiet);
   }
   std::shared_ptr<NetConnection> connection;
   std::vector<std::pair<NetHello, void*>> waiting;
@@ -328,6 +328,7 @@ Status NetTransport::attach(int channel, int connId, int src, int dst, std::uniq
     auto& slot = connections_[key];
     if (slot != nullptr) return internalError("network connection attached twice");
     slot = connection = std::make_shared<NetConnection>(false, src, std::move(fifo), 0, this);
+    if (quiet) connection->setQuiet();
     auto range = parked_.equal_range(key);
     for (auto it = range.first; it != range.second; ++it) waiting.push_back(it->second);
     parked_.erase(range.first, range.second);
@@ -340,7 +341,7 @@ Status NetTransport::attach(int channel, int connId, int src, int dst, std::uniq
 
 // Connects the lanes of outgoing connection `key` (over `fifo`, or a FIFO of its own when null).
 Status NetTransport::connectOutgoing(const Key& key, std::unique_ptr<HostFifo> fifo,
-                                     std::shared_ptr<NetConnection>* out) {
+                                     std::shared_ptr<NetConnection>* out, bool quiet) {
   const auto [channel, connId, src, dst] = key;
   const bool dataAlone = fifo != nullptr && !fifo->wireContiguous();
   int lanes = dataAlone ? 1
@@ -364,6 +365,7 @@ Status NetTransport::connectOutgoing(const Key& key, std::unique_ptr<HostFifo> f
     auto& slot = connections_[key];
     if (slot != nullptr) return internalError("network connection attached twice");
     slot = std::make_shared<NetConnection>(true, dst, std::move(fifo), lanes, this);
+    if (quiet) slot->setQuiet();
     *out = slot;
   } else {
     *out = findOrMake(key, true, lanes);

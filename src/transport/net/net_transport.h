@@ -117,7 +117,9 @@ class NetTransport : public FifoObserver, public HostTransport {
   /// whose other side is a GPU kernel (HostFifo::forDevice), made now: the sender connects its
   /// lanes, the receiver adopts them as they arrive. A FIFO whose data lies apart
   /// (HostFifo::forDeviceData) is one lane, and its slots travel as their data alone.
-  Status attach(int channel, int connId, int src, int dst, std::unique_ptr<HostFifo> fifo);
+  /// `quiet`: the connection's end is no failure of the calls (a host link: the call ledger's), so
+  /// it closes its FIFO and tells no one (options.onFailure is not called).
+  Status attach(int channel, int connId, int src, int dst, std::unique_ptr<HostFifo> fifo, bool quiet = false);
 
   /// Between beginWork() and its endWork() a GPU kernel may fill or drain attached FIFOs, which
   /// wakes nobody: the proxies poll them without sleeping meanwhile. Safe from any thread (CUDA
@@ -145,7 +147,8 @@ class NetTransport : public FifoObserver, public HostTransport {
   void adoptInto(std::shared_ptr<NetConnection> connection, const NetHello& hello, void* recvComm);
   void addLane(std::shared_ptr<NetConnection> connection, int index, void* comm);
   std::shared_ptr<NetConnection> findOrMake(const Key& key, bool outgoing, int lanes);
-  Status connectOutgoing(const Key& key, std::unique_ptr<HostFifo> fifo, std::shared_ptr<NetConnection>* out);
+  Status connectOutgoing(const Key& key, std::unique_ptr<HostFifo> fifo, std::shared_ptr<NetConnection>* out,
+                         bool quiet = false);
   Status connectLane(int dst, const NetHello& hello, const net::Deadline& deadline, void** sendComm);
   void flush();
   void checkEnded();
