@@ -10,6 +10,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/log.h"
+
 namespace braid::exec {
 
 namespace {
@@ -136,8 +138,17 @@ Status CallLedger::create(uint64_t commKey, int rank, std::string (*describeTag)
   describeTag_ = describeTag;
   const std::string name = blockName(commKey, rank);
   void* p = nullptr;
-  BRAID_RETURN_IF_ERROR(mapBlock(name, true, &p).withContext("the call ledger"));
-  name_ = name;
+  Status shared = mapBlock(name, true, &p);
+  if (shared.isOk()) {
+    name_ = name;
+  } else {
+    // No shared memory here (or the name taken): a block of this process alone. The kernels' abort
+    // word still works; the host's other ranks cannot attach, so they do not compare with this one.
+    p = mmap(nullptr, blockBytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return Status(Code::kSystemError, std::string("mmap (call ledger): ") + std::strerror(errno));
+    BRAID_WARN(log::Subsys::kInit, "rank ", rank, ": the call ledger is not shared (", shared.message(),
+               "): mismatched calls with this rank are not found as they are queued");
+  }
   blocks_.push_back({rank, static_cast<Block*>(p)});
   return Status::ok();
 }

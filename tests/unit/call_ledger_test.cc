@@ -392,6 +392,21 @@ TEST(CallLedger, AVerdictCrossesToTheOtherHost) {
   EXPECT_EQ(why.message(), found.message());
 }
 
+// Where the block cannot be shared (here: its name is taken), the rank still gets a block of its
+// own: its abort word works and its calls enter, compared with nobody.
+TEST(CallLedger, AnUnsharedBlockStillHoldsTheAbortWord) {
+  const uint64_t key = uniqueKey();
+  CallLedger first, second;
+  ASSERT_TRUE(first.create(key, 0, core::HostEngine::describeTag).isOk());
+  ASSERT_TRUE(second.create(key, 0, core::HostEngine::describeTag).isOk());
+  ASSERT_NE(second.abortWord(), nullptr);
+  EXPECT_NE(second.abortWord(), first.abortWord());
+  EXPECT_EQ(*second.abortWord(), 0);
+  EXPECT_TRUE(second.enter(allReduce(1), false).isOk());
+  *const_cast<volatile int*>(second.abortWord()) = 1;
+  EXPECT_EQ(*first.abortWord(), 0) << "not the named block";
+}
+
 TEST(CallLedger, ANamelessPeerIsAnErrorAndNamesAreRemoved) {
   const uint64_t key = uniqueKey();
   {
