@@ -446,12 +446,17 @@ Status Comm::gpuResult(Status s) {
 // fails with the verdict, which `*why` gets. The verdict replaces an earlier failure: that was its
 // consequence (a peer's network connection closed as the peer stopped on it).
 bool Comm::gpuStopped(Status* why) const {
-  const State now = state();
+  State now = state();
   if ((now != State::kReady && now != State::kFailed) || gpu_ == nullptr || !gpu_->stopped(why)) return false;
   std::lock_guard<std::mutex> lock(errorMu_);
-  error_ = *why;
-  state_.store(State::kFailed, std::memory_order_release);
-  return true;
+  // Only a ready or failed communicator takes the verdict: a finalize meanwhile stays.
+  while (now == State::kReady || now == State::kFailed) {
+    if (state_.compare_exchange_weak(now, State::kFailed, std::memory_order_acq_rel)) {
+      error_ = *why;
+      return true;
+    }
+  }
+  return false;
 }
 
 // A host call's result: the watchdog's report when it ended the call, else as failOnRemoteError.

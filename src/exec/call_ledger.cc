@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -72,9 +74,14 @@ std::string blockName(uint64_t key, int rank) {
 
 }  // namespace
 
-// Zeroed by ftruncate: no entry, no verdict, abort word down.
+// Zeroed by ftruncate: no entry, no verdict, abort word down. The header says whose block it is
+// (written by create before the bootstrap hands out the names; checked by attach).
 struct CallLedger::Block {
-  alignas(64) std::atomic<int32_t> abort;           // the kernels' abort flag (read as a volatile int)
+  alignas(64) std::atomic<int32_t> abort;  // the kernels' abort flag (read as a volatile int)
+  alignas(64) uint64_t magic;
+  uint64_t key;
+  int64_t pid;
+  int32_t rank;
   alignas(64) std::atomic<uint64_t> uncheckedFrom;  // the first collective queued into a graph (0: none)
   alignas(64) std::atomic<uint32_t> verdict;        // 2 while claimed, 1 once the fields below are written
   int32_t verdictRank[2];                           // the two ranks whose calls differ
@@ -84,7 +91,7 @@ struct CallLedger::Block {
 // A rank of another host, as the network brings its entries (this process's memory).
 struct CallLedger::Remote {
   int rank = -1;
-  uint64_t sent = 0;         // the last of this rank's numbers sent to it (its link's thread)
+  uint32_t sent = 0;         // the last of this rank's numbers sent to it (its link's thread)
   bool verdictSent = false;  // (its link's thread)
   std::atomic<uint64_t> uncheckedFrom{0};
   Entry entries[kEntries] = {};
@@ -109,6 +116,8 @@ CallLedger::~CallLedger() {
 
 namespace {
 
+constexpr uint64_t kMagic = 0x62646c6564676572ULL;  // "bdledger"
+
 Status mapBlock(const std::string& name, bool create, void** out) {
   const size_t bytes = CallLedger::blockBytes();
   int fd = shm_open(name.c_str(), create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
@@ -118,6 +127,13 @@ Status mapBlock(const std::string& name, bool create, void** out) {
     close(fd);
     shm_unlink(name.c_str());
     return Status(Code::kSystemError, "ftruncate " + name + ": " + std::strerror(e));
+  }
+  struct stat st;
+  if (!create && (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes)) {
+    close(fd);  // (mapping a smaller object would fault on the first access past its end)
+    return Status(Code::kSystemError, name + " is not a call ledger of this build (" +
+                                          std::to_string(static_cast<long long>(st.st_size)) + " bytes, not " +
+                                          std::to_string(bytes) + ")");
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int e = errno;
@@ -141,6 +157,7 @@ Status CallLedger::create(uint64_t commKey, int rank, std::string (*describeTag)
   Status shared = mapBlock(name, true, &p);
   if (shared.isOk()) {
     name_ = name;
+    shared_ = true;
   } else {
     // No shared memory here (or the name taken): a block of this process alone. The kernels' abort
     // word still works; the host's other ranks cannot attach, so they do not compare with this one.
@@ -149,15 +166,28 @@ Status CallLedger::create(uint64_t commKey, int rank, std::string (*describeTag)
     BRAID_WARN(log::Subsys::kInit, "rank ", rank, ": the call ledger is not shared (", shared.message(),
                "): mismatched calls with this rank are not found as they are queued");
   }
-  blocks_.push_back({rank, static_cast<Block*>(p)});
+  Block* b = static_cast<Block*>(p);
+  b->magic = kMagic;
+  b->key = commKey;
+  b->pid = static_cast<int64_t>(getpid());
+  b->rank = rank;
+  blocks_.push_back({rank, b});
   return Status::ok();
 }
 
-Status CallLedger::attach(int peer) {
+Status CallLedger::attach(int peer, int64_t pid) {
   void* p = nullptr;
-  BRAID_RETURN_IF_ERROR(mapBlock(blockName(key_, peer), false, &p)
-                            .withContext("the call ledger of rank " + std::to_string(peer) + " (same host)"));
-  blocks_.push_back({peer, static_cast<Block*>(p)});
+  const std::string what = "the call ledger of rank " + std::to_string(peer) + " (same host)";
+  BRAID_RETURN_IF_ERROR(mapBlock(blockName(key_, peer), false, &p).withContext(what));
+  Block* b = static_cast<Block*>(p);
+  if (b->magic != kMagic || b->key != key_ || b->rank != peer || b->pid != pid) {
+    Status foreign(Code::kSystemError, what + ": its name holds another process's block (process " +
+                                           std::to_string(b->pid) + ", not " + std::to_string(pid) +
+                                           "; left by an earlier run?)");
+    munmap(p, blockBytes());
+    return foreign;
+  }
+  blocks_.push_back({peer, b});
   return Status::ok();
 }
 
@@ -188,11 +218,13 @@ size_t CallLedger::outgoing(int peer, transport::CallTag* out, size_t max) {
   Remote* r = remoteOf(peer);
   Block* me = blockOf(rank_);
   if (r == nullptr || me == nullptr) return 0;
-  const uint64_t last = lastEntered_.load();
-  uint64_t n = std::max(r->sent + 1, last >= kEntries ? last - kEntries + 1 : 1);
+  // Numbers wrap at 2^32 (and 0 is no collective's): distances are taken modulo 2^32.
+  const uint32_t last = lastEntered_.load();
+  const uint32_t behind = std::min<uint32_t>(last - r->sent, kEntries);
+  uint32_t n = last - behind + 1;
   size_t count = 0;
-  for (; n <= last && count < max; ++n) {
-    if (!read(me->entries[n % kEntries], n, &out[count])) continue;  // overwritten: gone
+  for (; n != last + 1 && count < max; ++n) {
+    if (n == 0 || !read(me->entries[n % kEntries], n, &out[count])) continue;  // overwritten: gone
     out[count].unused = comparable(me->uncheckedFrom.load(), n) ? 0 : kWireUnchecked;
     ++count;
   }
@@ -289,6 +321,49 @@ bool CallLedger::verdictFor(int peer, transport::CallTag half[2]) {
     return true;
   }
   return false;
+}
+
+void CallLedger::serveLink(int peer, transport::HostFifo& out, transport::HostFifo& in, const std::atomic<bool>& stop) {
+  std::vector<transport::CallTag> tags(std::max(out.slotBytes(), in.slotBytes()) / sizeof(transport::CallTag));
+  const size_t outBatch = out.slotBytes() / sizeof(transport::CallTag);
+  int waitMs = 2;
+  for (bool last = false; !last;) {
+    last = stop.load();
+    bool busy = false;
+    for (bool ready = in.readableWithin(std::chrono::milliseconds(last ? 0 : waitMs)); ready;
+         ready = in.readableWithin(std::chrono::milliseconds(0))) {
+      size_t bytes = 0;
+      const char* data = in.waitReadable(&bytes, transport::StopFlags{});  // (readable: no wait)
+      const size_t n = std::min(bytes / sizeof(transport::CallTag), tags.size());
+      std::memcpy(static_cast<void*>(tags.data()), data, n * sizeof(transport::CallTag));
+      in.release();
+      for (size_t i = 0; i < n; ++i) {
+        Status st = arrived(peer, tags[i]);
+        if (!st.isOk()) BRAID_WARN(log::Subsys::kColl, "rank ", rank_, ": ", st.message());
+      }
+      busy = true;
+    }
+    if (in.closedBy() >= 0 || out.closedBy() >= 0) {
+      if (!last) {
+        const std::string why = in.closedBy() >= 0 ? in.closeReason() : out.closeReason();
+        BRAID_INFO(log::Subsys::kColl, "rank ", rank_, ": the call ledger's link with rank ", peer, " closed (",
+                   why.empty() ? "the peer left" : why, "): calls are compared across it no more");
+      }
+      return;
+    }
+    // A slot is taken before the verdict and entries are: what the ledger hands over counts as sent.
+    while (out.tailCount() - out.headCount() < static_cast<uint64_t>(out.slots())) {
+      char* slot = out.waitWritable(transport::StopFlags{});  // (a slot is free: no wait)
+      if (slot == nullptr) break;                             // closed meanwhile: seen on the next pass
+      size_t n = verdictFor(peer, tags.data()) ? 2 : 0;
+      n += outgoing(peer, tags.data() + n, outBatch - n);
+      if (n == 0) break;
+      std::memcpy(slot, tags.data(), n * sizeof(transport::CallTag));
+      out.publish(n * sizeof(transport::CallTag));
+      busy = true;
+    }
+    waitMs = busy ? 2 : std::min(waitMs * 2, 50);
+  }
 }
 
 std::string CallLedger::describe(int rankA, const transport::CallTag& a, int rankB, const transport::CallTag& b) const {

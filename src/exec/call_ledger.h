@@ -48,10 +48,15 @@ class CallLedger {
   CallLedger(const CallLedger&) = delete;
   CallLedger& operator=(const CallLedger&) = delete;
 
-  /// Creates this rank's block, named from the communicator's key and the rank (zeroed).
+  /// Creates this rank's block, named from the communicator's key and the rank (zeroed). Where it
+  /// cannot be shared (no shared memory; the name taken), the block is this process's alone: the
+  /// abort word works, and shared() is false.
   Status create(uint64_t commKey, int rank, std::string (*describeTag)(const transport::CallTag&));
-  /// Maps the block of `peer`, a rank of this host (any process), made by its create.
-  Status attach(int peer);
+  /// Whether create shared the block (the host's other ranks can attach it).
+  bool shared() const { return shared_; }
+  /// Maps the block of `peer`, a rank of this host (process `pid`), made by its create: an error
+  /// if the name holds anything else (another size, communicator, rank or process).
+  Status attach(int peer, int64_t pid);
   /// The ranks whose entries this rank compares with its own (its neighbours on the host; any
   /// number, attached first).
   void compareWith(std::vector<int> peers) { compared_ = std::move(peers); }
@@ -89,8 +94,18 @@ class CallLedger {
   /// passes it on): `half` gets the two calls, true the one time per link.
   bool verdictFor(int peer, transport::CallTag half[2]);
 
+  /// The thread of the link with remote rank `peer` (`out` carries this rank's entries to it, `in`
+  /// brings its; heap FIFOs a network moves): hands each batch that arrives to arrived (at once:
+  /// the FIFO's producer wakes it), and sends this rank's new entries and this host's verdict in
+  /// batches of its own, every 2 ms while calls come (up to 50 ms apart when idle), and once more
+  /// after `stop` is raised (a verdict found just before the communicator ends still goes). Sending
+  /// never waits for a slot. Returns after that last pass, or once either FIFO closes (the peer
+  /// left, or its network failed: the log says that calls are compared across it no more).
+  void serveLink(int peer, transport::HostFifo& out, transport::HostFifo& in, const std::atomic<bool>& stop);
+
   /// True when a rank of this host stopped this communicator's kernels on a mismatch; `*why` says
-  /// which calls (the same text on every rank).
+  /// which calls (this rank's own finding if it has one, else the first verdict among the blocks
+  /// it maps: ranks that found different pairs at once name different pairs).
   bool stopped(Status* why) const;
 
  private:
@@ -109,11 +124,12 @@ class CallLedger {
 
   uint64_t key_ = 0;
   int rank_ = -1;
-  std::string name_;
+  std::string name_;  // until unlinkName
+  bool shared_ = false;
   std::vector<Mapping> blocks_;  // this rank's first
   std::vector<int> compared_;
   std::vector<std::unique_ptr<Remote>> remotes_;
-  std::atomic<uint64_t> lastEntered_{0};  // the number of the latest enter
+  std::atomic<uint32_t> lastEntered_{0};  // the number of the latest enter (numbers wrap at 2^32)
   std::string (*describeTag_)(const transport::CallTag&) = nullptr;
 };
 

@@ -136,28 +136,30 @@ void CudaEngine::connected() {
 
 CudaEngine::CudaEngine(std::unique_ptr<State> state) : s_(std::move(state)) {}
 
-CudaEngine::~CudaEngine() {
-  if (!s_) return;
-  DeviceScope scope(s_->o.device);
+CudaEngine::~CudaEngine() = default;
+
+// Also what a create that failed midway leaves: every member starts null, and a null is skipped.
+CudaEngine::State::~State() {
+  DeviceScope scope(o.device);
   // This communicator's kernels may still use the buffers: wait for its last one (calls run in call
   // order, so the others are done too; after an abort they exit). Not the whole device: other ranks
   // sharing the GPU may have kernels that wait for their own abort, which comes after this one.
-  if (s_->lastDone != nullptr && s_->lastStream != nullptr) cudaEventSynchronize(s_->lastDone);
-  s_->closeTransports();
-  if (s_->lastDone != nullptr) cudaEventDestroy(s_->lastDone);
-  if (s_->joined != nullptr) cudaEventDestroy(s_->joined);
-  cudaFree(s_->table);
-  cudaFree(s_->ringOrder);
-  cudaFree(s_->hostRanks);
-  cudaFree(s_->hostStart);
-  if (s_->o.hostMemory) {
-    if (!s_->shmName.empty()) shm_unlink(s_->shmName.c_str());  // (the mapping goes with ownArena)
+  if (lastDone != nullptr && lastStream != nullptr) cudaEventSynchronize(lastDone);
+  closeTransports();
+  if (lastDone != nullptr) cudaEventDestroy(lastDone);
+  if (joined != nullptr) cudaEventDestroy(joined);
+  cudaFree(table);
+  cudaFree(ringOrder);
+  cudaFree(hostRanks);
+  cudaFree(hostStart);
+  if (o.hostMemory) {
+    if (!shmName.empty()) shm_unlink(shmName.c_str());  // (the mapping goes with ownArena)
   } else {
-    cudaFree(s_->arena);
+    cudaFree(arena);
   }
-  if (s_->ledgerRegistered) cudaHostUnregister(s_->ledger.block());  // (unmapped with the ledger)
-  s_->closeWatch();
-  if (s_->setup != nullptr) cudaStreamDestroy(s_->setup);
+  if (ledgerRegistered) cudaHostUnregister(ledger.block());  // (unmapped with the ledger)
+  closeWatch();
+  if (setup != nullptr) cudaStreamDestroy(setup);
 }
 
 int CudaEngine::channels() const { return s_->o.channels; }
@@ -390,15 +392,18 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
 }
 
 // Maps the call ledgers of this host's other ranks (every process's), and compares this rank's
-// collectives with those of the ranks before and after it among them.
+// collectives with those of the ranks before and after it among them. A rank whose block is not
+// shared compares with none of them (its findings could not reach them: their kernels would stop
+// with no verdict to say why), nor they with it (they cannot attach it).
 Status CudaEngine::openLedgers(const std::vector<transport::PeerIdentity>& ids) {
   State& s = *s_;
   const int me = s.o.rank;
+  if (!s.ledger.shared()) return Status::ok();
   std::vector<int> host;
   for (int q = 0; q < s.o.nranks; ++q) {
     if (ids[q].host != ids[me].host) continue;
     if (q != me) {
-      Status st = s.ledger.attach(q);
+      Status st = s.ledger.attach(q, ids[q].pid);
       if (!st.isOk()) {  // (its create warned: no shared memory there) not compared with it
         BRAID_WARN(log::Subsys::kInit, "rank ", me, ": ", st.message());
         continue;
@@ -440,50 +445,12 @@ Status CudaEngine::linkLedgers(const std::vector<transport::PeerIdentity>& ids) 
   }
   State* state = s_.get();
   for (const State::Link& link : s.ledgerLinks) {  // once every remote is added: the threads read them
-    s.ledgerThreads.emplace_back([state, link] { state->runLedgerLink(link); });
+    s.ledgerThreads.emplace_back(
+        [state, link] { state->ledger.serveLink(link.peer, *link.out, *link.in, state->ledgerStop); });
   }
   BRAID_INFO(log::Subsys::kInit, "call ledger linked with rank(s) ", *linked.begin(),
              linked.size() > 1 ? " and " + std::to_string(*linked.rbegin()) : std::string(), " on other hosts");
   return Status::ok();
-}
-
-// A link's thread: hands each batch of entries that arrives from the peer to the ledger (at once:
-// the peer's proxy wakes it), and sends this rank's new entries and this host's verdict in batches
-// of its own, every 2 ms while calls come (up to 50 ms apart when idle), and once more as it stops
-// (a verdict found just before the communicator ends still goes).
-void CudaEngine::State::runLedgerLink(const Link& link) {
-  constexpr size_t kBatch = transport::NetDeviceTransport::kHostLinkSlotBytes / sizeof(transport::CallTag);
-  int waitMs = 2;
-  for (bool last = false; !last;) {
-    last = ledgerStop.load();
-    bool busy = false;
-    for (bool ready = link.in->readableWithin(std::chrono::milliseconds(last ? 0 : waitMs)); ready;
-         ready = link.in->readableWithin(std::chrono::milliseconds(0))) {
-      size_t bytes = 0;
-      const char* data = link.in->waitReadable(&bytes, transport::StopFlags{});  // (readable: no wait)
-      transport::CallTag tags[kBatch];
-      const size_t n = std::min(bytes / sizeof(transport::CallTag), kBatch);
-      std::memcpy(static_cast<void*>(tags), data, n * sizeof(transport::CallTag));
-      link.in->release();
-      for (size_t i = 0; i < n; ++i) {
-        Status st = ledger.arrived(link.peer, tags[i]);
-        if (!st.isOk()) BRAID_WARN(log::Subsys::kColl, "rank ", o.rank, ": ", st.message());
-      }
-      busy = true;
-    }
-    while (link.out->tailCount() - link.out->headCount() < static_cast<uint64_t>(link.out->slots())) {
-      transport::CallTag tags[kBatch];
-      size_t n = ledger.verdictFor(link.peer, tags) ? 2 : 0;
-      n += ledger.outgoing(link.peer, tags + n, kBatch - n);
-      if (n == 0) break;
-      char* slot = link.out->waitWritable(transport::StopFlags{});  // (a slot is free: no wait)
-      std::memcpy(slot, tags, n * sizeof(transport::CallTag));
-      link.out->publish(n * sizeof(transport::CallTag));
-      busy = true;
-    }
-    if (link.in->closedBy() >= 0 && link.out->closedBy() >= 0) break;  // the peer went
-    waitMs = busy ? 2 : std::min(waitMs * 2, 50);
-  }
 }
 
 bool CudaEngine::stopped(Status* why) const { return s_ && s_->ledger.stopped(why); }

@@ -55,6 +55,11 @@ struct ArenaLayout {
 constexpr int kMaxP2pChannels = 16;
 
 struct CudaEngine::State {
+  State() = default;
+  ~State();  // the whole teardown (cuda_engine.cc)
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
   CudaEngineOptions o;
   size_t blockBytes = 0;
   size_t llOff = 0;
@@ -75,7 +80,7 @@ struct CudaEngine::State {
   CallLedger ledger;
   bool ledgerRegistered = false;
   // Across hosts: the ledger's links with ranks of other hosts (their FIFOs owned by the network's
-  // connections), a thread each (runLedgerLink).
+  // connections), a thread each (CallLedger::serveLink).
   struct Link {
     int peer = -1;
     transport::HostFifo* out = nullptr;
@@ -119,8 +124,6 @@ struct CudaEngine::State {
   // Stream-ordered work of the transports around each kernel on `stream` (the network's proxy
   // polls while one may run).
   Status around(cudaStream_t stream, bool begin);
-  // Across hosts (cuda_engine.cc): the thread of a ledger link.
-  void runLedgerLink(const Link& link);
   // The transports, after the last kernel: the ledger's threads and the network's proxy stop,
   // mappings close.
   void closeTransports();

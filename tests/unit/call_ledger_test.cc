@@ -49,7 +49,7 @@ struct Host {
     for (int r = 0; r < n; ++r) {
       for (int q = 0; q < n; ++q) {
         if (q != r) {
-          EXPECT_TRUE(ledgers[r]->attach(q).isOk());
+          EXPECT_TRUE(ledgers[r]->attach(q, getpid()).isOk());
         }
       }
       std::vector<int> neighbours;
@@ -203,21 +203,27 @@ struct TwoHosts {
       ledger[r].addRemote(1 - r);
     }
   }
-  // Returns the first error arrived() gave.
-  Status deliver(int from) {
+  // Every result arrived() gave.
+  std::vector<Status> deliverAll(int from) {
     std::lock_guard<std::mutex> lock(mu[from]);  // one thread per link
-    Status first;
+    std::vector<Status> results;
     for (;;) {
       transport::CallTag batch[64];
       size_t n = ledger[from].verdictFor(1 - from, batch) ? 2 : 0;
       n += ledger[from].outgoing(1 - from, batch + n, 64 - n);
-      if (n == 0) return first;
+      if (n == 0) return results;
       for (size_t i = 0; i < n; ++i) {
-        Status s = ledger[1 - from].arrived(from, batch[i]);
-        if (first.isOk()) first = s;
+        results.push_back(ledger[1 - from].arrived(from, batch[i]));
         delivered[from] = std::max(delivered[from].load(), batch[i].seq);
       }
     }
+  }
+  // The first error arrived() gave.
+  Status deliver(int from) {
+    for (Status& s : deliverAll(from)) {
+      if (!s.isOk()) return s;
+    }
+    return Status::ok();
   }
   uint64_t key;
   CallLedger ledger[2];
@@ -225,22 +231,29 @@ struct TwoHosts {
   std::atomic<uint32_t> delivered[2] = {0, 0};  // the last number each rank's link handed over
 };
 
-// Whichever way the entries cross, both hosts find the mismatch and report the same two calls.
+// Whichever way the entries cross, each host finds the mismatch itself (a finding of its own,
+// not only the other's verdict passed on), and both report the same two calls. Order 0: rank 1
+// has rank 0's entry before it queues its own; 1: both queue, rank 0's entry crosses first; 2:
+// both queue, rank 1's crosses first.
 TEST(CallLedger, BothHostsFindAMismatchBetweenThem) {
   for (int order = 0; order < 3; ++order) {
     TwoHosts h;
+    int own[2] = {0, 0};  // findings of each host's own, by rank
+    auto count = [&](int r, const std::vector<Status>& found) {
+      for (const Status& s : found) {
+        if (!s.isOk() && s.message().find("(found on another host)") == std::string::npos) ++own[r];
+      }
+    };
     ASSERT_TRUE(h.ledger[0].enter(allReduce(1, 1000, braidSum), false).isOk());
-    if (order == 0) {
-      EXPECT_TRUE(h.deliver(0).isOk());  // rank 1 has the entry before it queues
-    }
+    if (order == 0) count(1, h.deliverAll(0));
     Status s1 = h.ledger[1].enter(allReduce(1, 1000, braidMax), false);
     EXPECT_EQ(s1.code(), order == 0 ? Code::kInvalidUsage : Code::kOk) << order;
-    Status a1 = h.deliver(0), a0 = h.deliver(1);
-    if (order != 0) {
-      EXPECT_EQ(a1.code(), Code::kInvalidUsage) << "rank 1's receiving thread finds it: " << order;
-    }
-    EXPECT_EQ(a0.code(), Code::kInvalidUsage) << "rank 0's receiving thread finds it: " << order;
+    count(1, {s1});
+    const int first = order == 2 ? 1 : 0;
+    count(1 - first, h.deliverAll(first));
+    count(first, h.deliverAll(1 - first));
     for (int r : {0, 1}) {
+      EXPECT_EQ(own[r], 1) << "rank " << r << " must find it itself, once (order " << order << ")";
       Status why;
       ASSERT_TRUE(h.ledger[r].stopped(&why)) << r;
       EXPECT_EQ(why.message().rfind("mismatched calls: rank 0 queued allreduce #1 (1000 x float32, sum) and rank 1 "
@@ -354,8 +367,8 @@ TEST(CallLedger, AVerdictCrossesToTheOtherHost) {
   const uint64_t key = uniqueKey();
   CallLedger ledger[3];
   for (int r = 0; r < 3; ++r) ASSERT_TRUE(ledger[r].create(key, r, core::HostEngine::describeTag).isOk());
-  ASSERT_TRUE(ledger[1].attach(2).isOk());
-  ASSERT_TRUE(ledger[2].attach(1).isOk());
+  ASSERT_TRUE(ledger[1].attach(2, getpid()).isOk());
+  ASSERT_TRUE(ledger[2].attach(1, getpid()).isOk());
   ledger[1].compareWith({2});
   ledger[2].compareWith({1});
   ledger[0].addRemote(1);
@@ -407,21 +420,116 @@ TEST(CallLedger, AnUnsharedBlockStillHoldsTheAbortWord) {
   EXPECT_EQ(*first.abortWord(), 0) << "not the named block";
 }
 
+// Collective numbers wrap at 2^32 (0 is skipped: no collective's): the link goes on sending.
+TEST(CallLedger, NumbersThatWrapKeepCrossing) {
+  TwoHosts h;
+  const uint32_t numbers[] = {0xfffffffeu, 0xffffffffu, 1, 2};
+  std::vector<transport::CallTag> out(8);
+  for (uint32_t n : numbers) {
+    ASSERT_TRUE(h.ledger[0].enter(allReduce(n), false).isOk());
+    if (n == 0xffffffffu) {
+      ASSERT_EQ(h.ledger[0].outgoing(1, out.data(), out.size()), 2u);
+    }
+  }
+  ASSERT_EQ(h.ledger[0].outgoing(1, out.data(), out.size()), 2u) << "past the wrap";
+  EXPECT_EQ(out[0].seq, 1u);
+  EXPECT_EQ(out[1].seq, 2u);
+  EXPECT_TRUE(h.ledger[1].arrived(0, out[0]).isOk());
+  EXPECT_TRUE(h.ledger[1].arrived(0, out[1]).isOk());
+  EXPECT_TRUE(h.ledger[1].enter(allReduce(1), false).isOk());
+  EXPECT_EQ(h.ledger[1].enter(allReduce(2, 5), false).code(), Code::kInvalidUsage) << "still compared";
+}
+
+// A name that holds something else is refused, not mapped: an object of another size (mapping
+// past its end would fault), or a block of another process (left by an earlier run).
+TEST(CallLedger, AForeignObjectUnderThePeersNameIsRefused) {
+  const uint64_t key = uniqueKey();
+  CallLedger me, stale;
+  ASSERT_TRUE(me.create(key, 0, core::HostEngine::describeTag).isOk());
+  ASSERT_TRUE(stale.create(key, 1, core::HostEngine::describeTag).isOk());
+  Status s = me.attach(1, getpid() + 1);
+  EXPECT_EQ(s.code(), Code::kSystemError);
+  EXPECT_NE(s.message().find("another process's block"), std::string::npos) << s.message();
+  char name[64];
+  std::snprintf(name, sizeof(name), "/braid-ledger-%016llx-2", static_cast<unsigned long long>(key));
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  close(fd);
+  s = me.attach(2, getpid());
+  shm_unlink(name);
+  EXPECT_EQ(s.code(), Code::kSystemError);
+  EXPECT_NE(s.message().find("not a call ledger"), std::string::npos) << s.message();
+  EXPECT_TRUE(me.attach(1, getpid()).isOk()) << "the right process's block is taken";
+}
+
+// Two hosts' linked ranks, each running serveLink over a pair of heap FIFOs (what the network's
+// proxies move): matched calls pass, a mismatch is found on both, and closing one FIFO ends both
+// threads without their stop flag.
+TEST(CallLedger, ServedLinksFindAMismatchAndEndWhenTheLinkCloses) {
+  TwoHosts h;
+  transport::HostFifo zeroToOne(4, 256), oneToZero(4, 256);  // batches of 10 entries, 4 in flight
+  std::atomic<bool> stop{false};
+  std::atomic<int> ended{0};
+  std::thread t0([&] {
+    h.ledger[0].serveLink(1, zeroToOne, oneToZero, stop);
+    ++ended;
+  });
+  std::thread t1([&] {
+    h.ledger[1].serveLink(0, oneToZero, zeroToOne, stop);
+    ++ended;
+  });
+  constexpr uint32_t kCalls = 200;
+  for (uint32_t n = 1; n <= kCalls; ++n) {
+    const braidRedOp_t op = n == kCalls ? braidMax : braidSum;
+    ASSERT_TRUE(h.ledger[0].enter(allReduce(n), false).isOk());
+    (void)h.ledger[1].enter(allReduce(n, 1000, op), false);
+    if (n % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the links keep up
+  }
+  Status why[2];
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!(h.ledger[0].stopped(&why[0]) && h.ledger[1].stopped(&why[1])) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int r : {0, 1}) {
+    EXPECT_NE(why[r].message().find("allreduce #200 (1000 x float32, max)"), std::string::npos)
+        << "rank " << r << ": " << why[r].message();
+  }
+  zeroToOne.close(0, "test");
+  while (ended.load() < 2 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ended.load(), 2) << "a closed FIFO ends both links' threads";
+  stop = true;  // (ends them in any case: the test must not hang)
+  t0.join();
+  t1.join();
+}
+
+// A link whose outbox closed before anything was sent, with entries waiting: the thread ends and
+// sends nothing into the closed FIFO.
+TEST(CallLedger, ALinkWhoseOutboxClosedEnds) {
+  TwoHosts h;
+  transport::HostFifo out(4, 256), in(4, 256);
+  for (uint32_t n = 1; n <= 5; ++n) ASSERT_TRUE(h.ledger[0].enter(allReduce(n), false).isOk());
+  out.close(1, "the peer left");
+  std::atomic<bool> stop{false};
+  h.ledger[0].serveLink(1, out, in, stop);  // returns by itself
+  EXPECT_EQ(out.tailCount(), 0u);
+}
+
 TEST(CallLedger, ANamelessPeerIsAnErrorAndNamesAreRemoved) {
   const uint64_t key = uniqueKey();
   {
     CallLedger a;
     ASSERT_TRUE(a.create(key, 0, core::HostEngine::describeTag).isOk());
-    Status s = a.attach(3);
+    Status s = a.attach(3, getpid());
     EXPECT_EQ(s.code(), Code::kSystemError);
     EXPECT_NE(s.message().find("rank 3"), std::string::npos) << s.message();
     CallLedger b;
     ASSERT_TRUE(b.create(key, 1, core::HostEngine::describeTag).isOk());
-    ASSERT_TRUE(a.attach(1).isOk());
+    ASSERT_TRUE(a.attach(1, getpid()).isOk());
     b.unlinkName();
     CallLedger late;
     ASSERT_TRUE(late.create(key, 2, core::HostEngine::describeTag).isOk());
-    EXPECT_FALSE(late.attach(1).isOk()) << "an unlinked name is not found again";
+    EXPECT_FALSE(late.attach(1, getpid()).isOk()) << "an unlinked name is not found again";
   }
   for (int r = 0; r < 3; ++r) {
     char name[64];

@@ -55,7 +55,8 @@ class NetConnection {
   NetConnection(bool outgoing, int peer, std::unique_ptr<HostFifo> fifo, int lanes, FifoObserver* observer);
 
   /// Its end is no failure of the calls: fail() closes the FIFO and tells the observer nothing.
-  /// Before the first lane.
+  /// The peer's leaving is still told (peerGone): a peer leaves with all its connections at once,
+  /// and whichever sees it first says so for the others. Before the first lane.
   void setQuiet() { quiet_ = true; }
   bool outgoing() const { return outgoing_; }
   int peer() const { return peer_; }
