@@ -238,6 +238,23 @@ Status CudaEngine::create(const CudaEngineOptions& options, std::unique_ptr<Cuda
   }
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->lastDone, cudaEventDisableTiming)));
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventCreate", cudaEventCreateWithFlags(&s->joined, cudaEventDisableTiming)));
+  // The transports' probe for eager launches (DeviceTransport::eagerLaunch): has every kernel
+  // queued so far ended? lastDone is recorded after each; an error (a fault) ends them too.
+  State* st = s.get();
+  for (auto& t : s->transports) {
+    if (t == nullptr) continue;
+    t->setDoneProbe([st] {
+      thread_local int current = -1;  // (a proxy thread serves one communicator's device)
+      if (current != st->o.device) {
+        // Relaxed: this thread's query must neither fail nor invalidate a capture that another
+        // thread runs in the global mode (PyTorch's default).
+        cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
+        cudaThreadExchangeStreamCaptureMode(&relaxed);
+        if (cudaSetDevice(st->o.device) == cudaSuccess) current = st->o.device;
+      }
+      return cudaEventQuery(st->lastDone) != cudaErrorNotReady;
+    });
+  }
   const int n = options.nranks;
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s->ringOrder, sizeof(int) * n)));
   BRAID_RETURN_IF_ERROR(copyToDevice(s->setup, s->ringOrder, options.geometry.ringOrder.data(), sizeof(int) * n,
@@ -273,6 +290,12 @@ transport::DeviceOffer CudaEngine::exported() const {
     (void)cudaGetLastError();
   }
   return e;
+}
+
+void CudaEngine::State::eagerLaunch(bool begin) {
+  for (auto& t : transports) {
+    if (t != nullptr) t->eagerLaunch(begin);
+  }
 }
 
 Status CudaEngine::State::around(cudaStream_t stream, bool begin) {

@@ -124,6 +124,8 @@ struct CudaEngine::State {
   // Stream-ordered work of the transports around each kernel on `stream` (the network's proxy
   // polls while one may run).
   Status around(cudaStream_t stream, bool begin);
+  // The same for an eager launch, on this thread at once (DeviceTransport::eagerLaunch).
+  void eagerLaunch(bool begin);
   // The transports, after the last kernel: the ledger's threads and the network's proxy stop,
   // mappings close.
   void closeTransports();

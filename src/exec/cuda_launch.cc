@@ -109,16 +109,26 @@ Status CudaEngine::launch(void* stream, const char* range, const std::function<i
     BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent", cudaStreamWaitEvent(cs, s.lastDone, 0)));
   }
   nvtxRangePushA(range);
-  Status around = s.around(cs, true);  // (a failed launch still gets its end: the proxy may sleep again)
+  // A captured launch takes the transports' stream-ordered work with it (a replay's kernels need
+  // the proxy); an eager one tells them at once, and its end comes after lastDone's record, which
+  // their probe reads. A failed launch still gets its end: the proxy may sleep again.
+  Status around = Status::ok();
+  if (capturing) {
+    around = s.around(cs, true);
+  } else {
+    s.eagerLaunch(true);
+  }
   int err = around.isOk() ? launchFn() : 0;
-  if (around.isOk()) around = s.around(cs, false);
+  if (capturing && around.isOk()) around = s.around(cs, false);
   nvtxRangePop();
+  if (!capturing) {
+    Status recorded = err == 0 ? cudaCheck("cudaEventRecord", cudaEventRecord(s.lastDone, cs)) : Status::ok();
+    s.eagerLaunch(false);
+    BRAID_RETURN_IF_ERROR(recorded);
+  }
   BRAID_RETURN_IF_ERROR(around);
   BRAID_RETURN_IF_ERROR(cudaCheck(range, static_cast<cudaError_t>(err)));
-  if (!capturing) {
-    BRAID_RETURN_IF_ERROR(cudaCheck("cudaEventRecord", cudaEventRecord(s.lastDone, cs)));
-    s.lastStream = stream == nullptr ? reinterpret_cast<void*>(1) : stream;
-  }
+  if (!capturing) s.lastStream = stream == nullptr ? reinterpret_cast<void*>(1) : stream;
   BRAID_TRACE(log::Subsys::kColl, range);
   return Status::ok();
 }

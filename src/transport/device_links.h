@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,9 +68,16 @@ class DeviceTransport {
   /// `theirs` the peer's block for this rank (null where arena(peer) is). `pc`'s step counters are
   /// set already.
   virtual Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) = 0;
-  /// Stream-ordered work around each kernel on `stream` (a cudaStream_t), captured into graphs
-  /// with it: the network's proxy polls while kernels run.
+  /// Stream-ordered work around each kernel captured into a CUDA graph on `stream` (a
+  /// cudaStream_t): the network's proxy polls while a replay's kernels run.
   virtual Status around(void* stream, bool begin) { return Status::ok(); }
+  /// Around each eager launch, on the launching thread at once (no stream-ordered work: a host
+  /// function queued behind a kernel that waits for another rank of the same process could hold
+  /// that rank's launch; bench/NOTES.md, twenty-first session): `begin` before the kernel is
+  /// queued, the end once it and the probe's event are. The network's proxy polls from a begin
+  /// until the probe (setDoneProbe) says every kernel queued before the last end has ended.
+  virtual void eagerLaunch(bool begin) {}
+  virtual void setDoneProbe(std::function<bool()> done) {}
   /// For a hang report: where the bytes between this rank and `peer` stand in this transport
   /// ("" where it keeps nothing between the two kernels, as mapped memory does).
   virtual std::string describeLinks(int peer) const { return std::string(); }

@@ -375,5 +375,45 @@ TEST(NetTransport, AQuietHostLinkCarriesTagsAndEndsWithoutAFailure) {
   }
 }
 
+// Eager GPU launches tell the transport at once (no host function): its proxies poll from a
+// launch's begin until the probe finds every kernel queued before the last end ended, and stop
+// asking the probe once it has; a begin that races the probe keeps them polling.
+TEST(NetTransport, EagerLaunchesKeepTheProxiesPollingUntilTheProbeSaysDone) {
+  std::atomic<bool> abort{false};
+  NetTransport t(1, 0, 2, NetOptions{}, &abort);
+  bool done = false;
+  int asked = 0;
+  std::function<void()> duringProbe;
+  t.setDoneProbe([&] {
+    ++asked;
+    if (duringProbe) duringProbe();
+    return done;
+  });
+  EXPECT_FALSE(t.kernelsMayRun()) << "nothing launched";
+  EXPECT_EQ(asked, 0);
+  t.eagerLaunch(true);
+  done = true;
+  EXPECT_TRUE(t.kernelsMayRun()) << "a launch under way: its kernel is not queued yet";
+  t.eagerLaunch(false);
+  done = false;
+  EXPECT_TRUE(t.kernelsMayRun()) << "the kernel runs";
+  done = true;
+  EXPECT_FALSE(t.kernelsMayRun());
+  const int before = asked;
+  EXPECT_FALSE(t.kernelsMayRun());
+  EXPECT_EQ(asked, before) << "quiet until the next launch: the probe is not asked again";
+  // A launch; then the next begins while the probe reads the event of the one before.
+  t.eagerLaunch(true);
+  t.eagerLaunch(false);
+  duringProbe = [&] { t.eagerLaunch(true); };
+  EXPECT_TRUE(t.kernelsMayRun()) << "a begin during the probe keeps the proxies polling";
+  duringProbe = nullptr;
+  t.eagerLaunch(false);
+  EXPECT_FALSE(t.kernelsMayRun());
+  t.beginWork();
+  EXPECT_TRUE(t.kernelsMayRun()) << "a graph's kernel (host functions) counts too";
+  t.endWork();
+}
+
 }  // namespace
 }  // namespace braid::transport

@@ -203,6 +203,10 @@ Status NetDeviceTransport::link(int peer, HostFifo** outbox, HostFifo** inbox) {
       .withContext("linking the call ledger with rank " + std::to_string(peer) + " on another host");
 }
 
+void NetDeviceTransport::eagerLaunch(bool begin) { net_->eagerLaunch(begin); }
+
+void NetDeviceTransport::setDoneProbe(std::function<bool()> done) { net_->setDoneProbe(std::move(done)); }
+
 Status NetDeviceTransport::around(void* stream, bool begin) {
   return cudaCheck("cudaLaunchHostFunc (network proxy)",
                    cudaLaunchHostFunc(static_cast<cudaStream_t>(stream), begin ? netBegin : netEnd, net_.get()));

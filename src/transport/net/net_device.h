@@ -63,6 +63,8 @@ class NetDeviceTransport : public DeviceTransport {
   bool gpuDirectCapable() { return localGdr() != Gdr::kNone; }
   Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
   Status around(void* stream, bool begin) override;
+  void eagerLaunch(bool begin) override;
+  void setDoneProbe(std::function<bool()> done) override;
   /// A link of host-memory FIFOs with `peer`, both ways, for the host's own messages (the call
   /// ledger's batches of entries), slots of kHostLinkSlotBytes: `*outbox` this rank publishes to,
   /// `*inbox` it reads; the connections own both. Channel and connection id kHostLinkId, which no

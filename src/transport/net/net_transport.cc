@@ -48,7 +48,8 @@ struct NetTransport::Proxy {
   std::vector<std::unique_ptr<NetLane>> lanes;  // stepped under stepMu; changed by the proxy only
   std::thread thread;
 
-  void run(const std::atomic<bool>& stop, const std::atomic<int>& working, const std::function<void()>& watch);
+  void run(const std::atomic<bool>& stop, const std::function<bool()>& kernelsMayRun,
+           const std::function<void()>& watch);
   bool adopt() {
     std::lock_guard<std::mutex> lock(mu);
     if (added.empty()) return false;
@@ -64,13 +65,14 @@ struct NetTransport::Proxy {
 };
 
 // Step every lane until nothing moves for a few passes, then sleep in poll() on the lanes' sockets
-// and the waker (FIFO changes, new lanes, stop). Not while a GPU kernel works (`working`): what
-// it writes wakes nobody.
-void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<int>& working,
+// and the waker (FIFO changes, new lanes, stop). Not while a GPU kernel may work (asked every
+// kIdleSpins passes): what it writes wakes nobody.
+void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::function<bool()>& kernelsMayRun,
                               const std::function<void()>& watch) {
   tStepping = true;
   std::vector<pollfd> fds;
   int idle = 0;
+  bool kernels = false;
   std::unique_lock<std::mutex> step(stepMu);
   while (!stop.load(std::memory_order_acquire)) {
     bool moved = adopt();
@@ -80,7 +82,8 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::atomic<i
       idle = 0;
       continue;
     }
-    if (++idle < kIdleSpins || working.load(std::memory_order_acquire) > 0) {
+    if (++idle % kIdleSpins == 0) kernels = kernelsMayRun();
+    if (idle < kIdleSpins || kernels) {
       if (idle % kIdleSpins == 0) {
         // Polling for a kernel, which wakes nobody: look at the sockets now and then too, for
         // peers that left (checkIdle), and at the connections a kernel may wait on (watch).
@@ -196,7 +199,8 @@ Status NetTransport::start(std::vector<NetHandle> peers) {
       log::ScopedRank scoped(rank_);
       std::function<void()> watch;
       if (p == proxies_.front().get() && options_.attachedOnly) watch = [this] { checkEnded(); };
-      p->run(stop_, working_, watch);
+      p->run(
+          stop_, [this] { return kernelsMayRun(); }, watch);
     });
   }
   acceptor_ = std::thread([this] {
@@ -392,6 +396,28 @@ void NetTransport::checkEnded() {
 }
 
 void NetTransport::endWork() { working_.fetch_sub(1, std::memory_order_acq_rel); }
+
+void NetTransport::eagerLaunch(bool begin) {
+  if (!begin) {
+    eagerQueued_.fetch_add(1, std::memory_order_acq_rel);
+    return;
+  }
+  eagerBegun_.fetch_add(1, std::memory_order_acq_rel);
+  for (auto& proxy : proxies_) proxy->waker.wake();
+}
+
+// Quiet once no launch is half done and the probe, asked after every end it covers, finds every
+// queued kernel ended: a begin after that read shows in eagerBegun_ and keeps the proxies polling.
+bool NetTransport::kernelsMayRun() {
+  if (working_.load(std::memory_order_acquire) > 0) return true;
+  const uint64_t begun = eagerBegun_.load(std::memory_order_acquire);
+  if (begun == eagerQuietAt_.load(std::memory_order_acquire)) return false;
+  if (eagerQueued_.load(std::memory_order_acquire) != begun) return true;  // a launch under way
+  if (!doneProbe_ || !doneProbe_()) return true;
+  if (eagerBegun_.load(std::memory_order_acquire) != begun) return true;
+  eagerQuietAt_.store(begun, std::memory_order_release);  // (every proxy that gets here stores the same)
+  return false;
+}
 
 void NetTransport::failed(int peer, const std::string& why) {
   peerGone(peer, why);

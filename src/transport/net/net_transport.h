@@ -123,9 +123,17 @@ class NetTransport : public FifoObserver, public HostTransport {
 
   /// Between beginWork() and its endWork() a GPU kernel may fill or drain attached FIFOs, which
   /// wakes nobody: the proxies poll them without sleeping meanwhile. Safe from any thread (CUDA
-  /// calls them from its host-function thread, in stream order around each kernel).
+  /// calls them from its host-function thread, in stream order around each kernel of a graph).
   void beginWork();
   void endWork();
+  /// The same for eager launches, without host functions (DeviceTransport::eagerLaunch): the
+  /// launching thread calls it before queuing a kernel (`begin`) and after queuing it and the
+  /// probe's event; the proxies poll until `done` (setDoneProbe, before the first launch) says
+  /// that every kernel queued before the last end has ended.
+  void eagerLaunch(bool begin);
+  void setDoneProbe(std::function<bool()> done) { doneProbe_ = std::move(done); }
+  /// Whether a kernel may be filling or draining the FIFOs (the proxies then poll).
+  bool kernelsMayRun();
 
   /// FifoObserver: a FIFO changed, the proxy threads may have work.
   void wake() override;
@@ -181,6 +189,12 @@ class NetTransport : public FifoObserver, public HostTransport {
   std::atomic<size_t> goneCount_{0};  // gone_.size()
   std::atomic<size_t> drainedCount_{0};
   std::atomic<int> working_{0};  // kernels between beginWork and endWork
+  // Eager launches: begun and ended (queued) so far, and the count of begun at which the probe
+  // last found every kernel ended.
+  std::atomic<uint64_t> eagerBegun_{0};
+  std::atomic<uint64_t> eagerQueued_{0};
+  std::atomic<uint64_t> eagerQuietAt_{0};
+  std::function<bool()> doneProbe_;
 };
 
 }  // namespace braid::transport
