@@ -99,8 +99,10 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::function
       step.lock();
       continue;
     }
+    // A kernel launched between the last look and prepareSleep wakes nobody (the waker saw no
+    // sleeper): look again once sleeping is announced.
     waker.prepareSleep();
-    if (!stop.load(std::memory_order_acquire) && !adopt() && !stepAll()) {
+    if (!stop.load(std::memory_order_acquire) && !adopt() && !stepAll() && !kernelsMayRun()) {
       fds.clear();
       fds.push_back({waker.fd(), POLLIN, 0});
       for (const auto& lane : lanes) fds.push_back(lane->pollEntry());
@@ -199,8 +201,8 @@ Status NetTransport::start(std::vector<NetHandle> peers) {
       log::ScopedRank scoped(rank_);
       std::function<void()> watch;
       if (p == proxies_.front().get() && options_.attachedOnly) watch = [this] { checkEnded(); };
-      p->run(
-          stop_, [this] { return kernelsMayRun(); }, watch);
+      auto kernelsMayRun = [this] { return this->kernelsMayRun(); };
+      p->run(stop_, kernelsMayRun, watch);
     });
   }
   acceptor_ = std::thread([this] {
