@@ -298,9 +298,9 @@ void CudaEngine::State::eagerLaunch(bool begin) {
   }
 }
 
-Status CudaEngine::State::around(cudaStream_t stream, bool begin) {
+Status CudaEngine::State::captured(cudaStream_t stream) {
   for (auto& t : transports) {
-    if (t != nullptr) BRAID_RETURN_IF_ERROR(t->around(stream, begin));
+    if (t != nullptr) BRAID_RETURN_IF_ERROR(t->captured(stream));
   }
   return Status::ok();
 }

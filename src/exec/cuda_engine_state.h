@@ -121,10 +121,10 @@ struct CudaEngine::State {
   // Block (channel c, connection id k, peer) of `owner`'s arena, as mapped here.
   char* block(int owner, int c, int k, int peer) const;
 
-  // Stream-ordered work of the transports around each kernel on `stream` (the network's proxy
-  // polls while one may run).
-  Status around(cudaStream_t stream, bool begin);
-  // The same for an eager launch, on this thread at once (DeviceTransport::eagerLaunch).
+  // Before each kernel captured into a CUDA graph on `stream`: the transports learn that a graph of
+  // this rank's kernels lives (DeviceTransport::captured).
+  Status captured(cudaStream_t stream);
+  // Around an eager launch, on this thread at once (DeviceTransport::eagerLaunch).
   void eagerLaunch(bool begin);
   // The transports, after the last kernel: the ledger's threads and the network's proxy stop,
   // mappings close.

@@ -109,24 +109,23 @@ Status CudaEngine::launch(void* stream, const char* range, const std::function<i
     BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamWaitEvent", cudaStreamWaitEvent(cs, s.lastDone, 0)));
   }
   nvtxRangePushA(range);
-  // A captured launch takes the transports' stream-ordered work with it (a replay's kernels need
-  // the proxy); an eager one tells them at once, and its end comes after lastDone's record, which
-  // their probe reads. A failed launch still gets its end: the proxy may sleep again.
-  Status around = Status::ok();
+  // A captured launch tells the transports that a graph of this rank's kernels lives (a replay's
+  // kernels need the proxy); an eager one tells them at once, and its end comes after lastDone's
+  // record, which their probe reads. A failed launch still gets its end: the proxy may sleep again.
+  Status captured = Status::ok();
   if (capturing) {
-    around = s.around(cs, true);
+    captured = s.captured(cs);
   } else {
     s.eagerLaunch(true);
   }
-  int err = around.isOk() ? launchFn() : 0;
-  if (capturing && around.isOk()) around = s.around(cs, false);
+  int err = captured.isOk() ? launchFn() : 0;
   nvtxRangePop();
   if (!capturing) {
     Status recorded = err == 0 ? cudaCheck("cudaEventRecord", cudaEventRecord(s.lastDone, cs)) : Status::ok();
     s.eagerLaunch(false);
     BRAID_RETURN_IF_ERROR(recorded);
   }
-  BRAID_RETURN_IF_ERROR(around);
+  BRAID_RETURN_IF_ERROR(captured);
   BRAID_RETURN_IF_ERROR(cudaCheck(range, static_cast<cudaError_t>(err)));
   if (!capturing) s.lastStream = stream == nullptr ? reinterpret_cast<void*>(1) : stream;
   BRAID_TRACE(log::Subsys::kColl, range);

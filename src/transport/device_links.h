@@ -68,9 +68,9 @@ class DeviceTransport {
   /// `theirs` the peer's block for this rank (null where arena(peer) is). `pc`'s step counters are
   /// set already.
   virtual Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) = 0;
-  /// Stream-ordered work around each kernel captured into a CUDA graph on `stream` (a
-  /// cudaStream_t): the network's proxy polls while a replay's kernels run.
-  virtual Status around(void* stream, bool begin) { return Status::ok(); }
+  /// Before each kernel captured into a CUDA graph on `stream` (a cudaStream_t): the network's
+  /// proxy learns that a graph of this rank's kernels lives, whose replays tell no one.
+  virtual Status captured(void* stream) { return Status::ok(); }
   /// Around each eager launch, on the launching thread at once (no stream-ordered work: a host
   /// function queued behind a kernel that waits for another rank of the same process could hold
   /// that rank's launch; bench/NOTES.md, twenty-first session): `begin` before the kernel is

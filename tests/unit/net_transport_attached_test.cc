@@ -232,6 +232,28 @@ TEST_P(NetTransportAttached, SlotsOfKernelsThatEndedStillMove) {
   EXPECT_EQ(failuresOf(0) + failuresOf(1), 0u) << firstFailure(0) << firstFailure(1);
 }
 
+// A CUDA graph's replays tell no one (NetTransport::graphCaptured): while one lives, a slot its
+// kernel publishes long after the proxies went idle still leaves at once. Each round the proxies
+// idle 10 ms first; a proxy that slept in poll() would see the slot only when its sleep ends
+// (kNetPollMs, 100 ms after it began), one that naps sees it within microseconds. (The staging
+// network's lanes have no descriptors: its proxies nap anyway.)
+TEST_P(NetTransportAttached, ALiveGraphsSlotsLeaveWithoutAWakeUp) {
+  std::vector<std::shared_ptr<std::atomic<int>>> live;
+  for (auto& t : rank) live.push_back(t->graphCaptured());
+  using Clock = std::chrono::steady_clock;
+  Clock::duration slowest{};
+  for (uint64_t k = 0; k < 6; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const Clock::time_point published = Clock::now();
+    ASSERT_TRUE(produce(k, 100 + k));
+    ASSERT_EQ(consume(k, 100 + k), "");
+    slowest = std::max(slowest, Clock::now() - published);
+  }
+  EXPECT_LT(slowest, std::chrono::milliseconds(kNetPollMs / 2));
+  for (auto& l : live) l->fetch_sub(1);  // (the graphs are gone)
+  EXPECT_EQ(failuresOf(0) + failuresOf(1), 0u) << firstFailure(0) << firstFailure(1);
+}
+
 // The sender leaves after its last slot: nothing is told while the receiving kernel wants no
 // more (a peer that destroyed its communicator after its last call looks the same), even while a
 // kernel works; once it waits for one more slot, it is, naming the peer.

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -14,8 +15,12 @@
 namespace braid::transport {
 namespace {
 
-void CUDART_CB netBegin(void* transport) { static_cast<NetTransport*>(transport)->beginWork(); }
-void CUDART_CB netEnd(void* transport) { static_cast<NetTransport*>(transport)->endWork(); }
+// A graph holding this rank's kernels is gone (a user object's destructor, on a driver thread).
+void CUDART_CB graphGone(void* live) {
+  auto* count = static_cast<std::shared_ptr<std::atomic<int>>*>(live);
+  (*count)->fetch_sub(1, std::memory_order_acq_rel);
+  delete count;
+}
 
 // A DMA-BUF file descriptor of the GPU range [data, data + bytes) (page-aligned), from the driver's
 // cuMemGetHandleForAddressRange; -1 where the driver or the kernel cannot export one.
@@ -207,9 +212,35 @@ void NetDeviceTransport::eagerLaunch(bool begin) { net_->eagerLaunch(begin); }
 
 void NetDeviceTransport::setDoneProbe(std::function<bool()> done) { net_->setDoneProbe(std::move(done)); }
 
-Status NetDeviceTransport::around(void* stream, bool begin) {
-  return cudaCheck("cudaLaunchHostFunc (network proxy)",
-                   cudaLaunchHostFunc(static_cast<cudaStream_t>(stream), begin ? netBegin : netEnd, net_.get()));
+// A kernel about to be captured. The first of a capture tells the proxies that a
+// graph of this rank's kernels lives (NetTransport::graphCaptured), and ties the count's decrement
+// to the graph: a user object whose destructor the driver runs once the graph and every instance
+// of it are gone. Nothing goes into the graph: a host function there, even one per graph, held
+// cuGraphLaunch in the driver, and with ranks as threads of one process that held the other
+// ranks' launches, whose kernels the first graph's waited for (bench/NOTES.md, twenty-second
+// session).
+Status NetDeviceTransport::captured(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  cudaGraph_t graph = nullptr;
+  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamGetCaptureInfo (network proxy)",
+                                  cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, &id, &graph)));
+  if (status != cudaStreamCaptureStatusActive || graph == nullptr) return Status::ok();  // (fails at its end)
+  {
+    std::lock_guard<std::mutex> lock(capturesMu_);
+    if (std::find(captures_.begin(), captures_.end(), id) != captures_.end()) return Status::ok();
+    captures_[nextCapture_++ % captures_.size()] = id;
+  }
+  auto* live = new std::shared_ptr<std::atomic<int>>(net_->graphCaptured());
+  cudaUserObject_t object = nullptr;
+  cudaError_t err = cudaUserObjectCreate(&object, live, graphGone, 1, cudaUserObjectNoDestructorSync);
+  if (err != cudaSuccess) {
+    graphGone(live);
+  } else {
+    err = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
+    if (err != cudaSuccess) cudaUserObjectRelease(object, 1);  // (runs graphGone)
+  }
+  return cudaCheck("cudaUserObjectCreate/cudaGraphRetainUserObject (network proxy)", err);
 }
 
 }  // namespace braid::transport

@@ -13,15 +13,17 @@
 // then the data lies in GPU memory (HostFifo::forDeviceData), registered as such (by a DMA-BUF
 // the driver exports where the network takes one, else as CUDA memory), and each
 // receive is flushed (iflush) before its slot is published: GPUDirect RDMA, "/GDRDMA" in the log.
-// The kernel cannot wake a proxy: a host function in stream order before each kernel
-// makes the proxy poll without sleeping, one after it lets it sleep again (both are captured into
-// CUDA graphs with the kernel). A connection that fails sets the abort flag, so no kernel waits for
-// data that will never come, and the communicator reports the network's words.
+// The kernel cannot wake a proxy: an eager launch tells it at once (eagerLaunch), and while a CUDA
+// graph of this rank's kernels lives the proxy never sleeps long (captured). A connection that fails
+// sets the abort flag, so no kernel waits for data that will never come, and the communicator
+// reports the network's words.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,7 +64,7 @@ class NetDeviceTransport : public DeviceTransport {
   /// What this rank's offer says (DeviceOffer::netGdr): its network may keep the data in GPU memory.
   bool gpuDirectCapable() { return localGdr() != Gdr::kNone; }
   Status ends(int channel, int connId, int peer, char* mine, char* theirs, device::PeerConn* pc) override;
-  Status around(void* stream, bool begin) override;
+  Status captured(void* stream) override;
   void eagerLaunch(bool begin) override;
   void setDoneProbe(std::function<bool()> done) override;
   /// A link of host-memory FIFOs with `peer`, both ways, for the host's own messages (the call
@@ -88,6 +90,9 @@ class NetDeviceTransport : public DeviceTransport {
   bool localKnown_ = false;
   Gdr local_ = Gdr::kNone;
   Gdr gdr_ = Gdr::kNone;
+  std::mutex capturesMu_;
+  std::array<unsigned long long, 8> captures_{};  // ids of the latest captures of this rank's calls
+  size_t nextCapture_ = 0;
 };
 
 }  // namespace braid::transport

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <utility>
 
 #include "core/log.h"
@@ -14,6 +15,10 @@ namespace {
 
 constexpr int kIdleSpins = 64;   // step passes before a proxy sleeps in poll()
 constexpr int kPluginNapMs = 1;  // a proxy's nap when a lane has no descriptor
+// While a CUDA graph of the rank's kernels is alive (NetTransport::graphCaptured): a proxy polls on
+// this long after anything last moved (a replay's next call finds it awake), then naps this long.
+constexpr auto kGraphHot = std::chrono::milliseconds(2);
+constexpr auto kGraphNap = std::chrono::microseconds(50);
 constexpr int64_t kMaxFlushMs = 10000;
 // A peer seen gone this long ago has had its lanes (connected before it closed anything) arrive.
 constexpr int64_t kGoneDrainMs = 300;
@@ -49,7 +54,7 @@ struct NetTransport::Proxy {
   std::thread thread;
 
   void run(const std::atomic<bool>& stop, const std::function<bool()>& kernelsMayRun,
-           const std::function<void()>& watch);
+           const std::function<void()>& watch, const std::atomic<int>& liveGraphs);
   bool adopt() {
     std::lock_guard<std::mutex> lock(mu);
     if (added.empty()) return false;
@@ -66,13 +71,16 @@ struct NetTransport::Proxy {
 
 // Step every lane until nothing moves for a few passes, then sleep in poll() on the lanes' sockets
 // and the waker (FIFO changes, new lanes, stop). Not while a GPU kernel may work (asked every
-// kIdleSpins passes): what it writes wakes nobody.
+// kIdleSpins passes): what it writes wakes nobody. While a graph of the rank's kernels is alive,
+// whose replays tell no one, it polls on for kGraphHot after the last move and then sleeps at most
+// kGraphNap at a time.
 void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::function<bool()>& kernelsMayRun,
-                              const std::function<void()>& watch) {
+                              const std::function<void()>& watch, const std::atomic<int>& liveGraphs) {
   tStepping = true;
   std::vector<pollfd> fds;
   int idle = 0;
   bool kernels = false;
+  Clock::time_point lastMoved = Clock::now();
   std::unique_lock<std::mutex> step(stepMu);
   while (!stop.load(std::memory_order_acquire)) {
     bool moved = adopt();
@@ -80,9 +88,11 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::function
     lanes.erase(std::remove_if(lanes.begin(), lanes.end(), [](const auto& l) { return l->finished(); }), lanes.end());
     if (moved) {
       idle = 0;
+      lastMoved = Clock::now();
       continue;
     }
-    if (++idle % kIdleSpins == 0) kernels = kernelsMayRun();
+    const bool graphs = liveGraphs.load(std::memory_order_acquire) > 0;
+    if (++idle % kIdleSpins == 0) kernels = kernelsMayRun() || (graphs && Clock::now() - lastMoved < kGraphHot);
     if (idle < kIdleSpins || kernels) {
       if (idle % kIdleSpins == 0) {
         // Polling for a kernel, which wakes nobody: look at the sockets now and then too, for
@@ -108,8 +118,13 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::function
       for (const auto& lane : lanes) fds.push_back(lane->pollEntry());
       // A network without descriptors (a plugin) is polled again after a short nap instead.
       bool external = std::any_of(lanes.begin(), lanes.end(), [](const auto& l) { return !l->pollable(); });
+      const std::chrono::nanoseconds nap = graphs     ? std::chrono::nanoseconds(kGraphNap)
+                                           : external ? std::chrono::milliseconds(kPluginNapMs)
+                                                      : std::chrono::milliseconds(kNetPollMs);
+      const timespec timeout{static_cast<time_t>(nap.count() / 1000000000),
+                             static_cast<long>(nap.count() % 1000000000)};
       step.unlock();
-      int ready = poll(fds.data(), fds.size(), external ? kPluginNapMs : kNetPollMs);
+      int ready = ppoll(fds.data(), fds.size(), &timeout, nullptr);
       step.lock();
       if (ready > 0) {
         for (size_t i = 1; i < fds.size(); ++i) lanes[i - 1]->checkIdle(fds[i].revents);
@@ -202,7 +217,7 @@ Status NetTransport::start(std::vector<NetHandle> peers) {
       std::function<void()> watch;
       if (p == proxies_.front().get() && options_.attachedOnly) watch = [this] { checkEnded(); };
       auto kernelsMayRun = [this] { return this->kernelsMayRun(); };
-      p->run(stop_, kernelsMayRun, watch);
+      p->run(stop_, kernelsMayRun, watch, *liveGraphs_);
     });
   }
   acceptor_ = std::thread([this] {
@@ -398,6 +413,12 @@ void NetTransport::checkEnded() {
 }
 
 void NetTransport::endWork() { working_.fetch_sub(1, std::memory_order_acq_rel); }
+
+std::shared_ptr<std::atomic<int>> NetTransport::graphCaptured() {
+  liveGraphs_->fetch_add(1, std::memory_order_acq_rel);
+  for (auto& proxy : proxies_) proxy->waker.wake();  // (a sleeping proxy takes the short naps from now on)
+  return liveGraphs_;
+}
 
 void NetTransport::eagerLaunch(bool begin) {
   if (!begin) {

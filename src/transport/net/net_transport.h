@@ -121,11 +121,17 @@ class NetTransport : public FifoObserver, public HostTransport {
   /// it closes its FIFO and tells no one (options.onFailure is not called).
   Status attach(int channel, int connId, int src, int dst, std::unique_ptr<HostFifo> fifo, bool quiet = false);
 
-  /// Between beginWork() and its endWork() a GPU kernel may fill or drain attached FIFOs, which
-  /// wakes nobody: the proxies poll them without sleeping meanwhile. Safe from any thread (CUDA
-  /// calls them from its host-function thread, in stream order around each kernel of a graph).
+  /// Between beginWork() and its endWork() a kernel may fill or drain attached FIFOs, which wakes
+  /// nobody: the proxies poll them without sleeping meanwhile. Safe from any thread (the unit tests
+  /// play kernels with it).
   void beginWork();
   void endWork();
+  /// A CUDA graph holding this rank's kernels was captured: its replays tell no one (a host
+  /// function in a graph can hold other ranks' launches of the same process, bench/NOTES.md,
+  /// twenty-second session), so while the count is above zero an idle proxy polls on for a while
+  /// after anything moved and then naps briefly instead of sleeping. The caller decrements the
+  /// count it is given once the graph is gone (it may outlive this transport).
+  std::shared_ptr<std::atomic<int>> graphCaptured();
   /// The same for eager launches, without host functions (DeviceTransport::eagerLaunch): the
   /// launching thread calls it before queuing a kernel (`begin`) and after queuing it and the
   /// probe's event; the proxies poll until `done` (setDoneProbe, before the first launch) says
@@ -189,6 +195,7 @@ class NetTransport : public FifoObserver, public HostTransport {
   std::atomic<size_t> goneCount_{0};  // gone_.size()
   std::atomic<size_t> drainedCount_{0};
   std::atomic<int> working_{0};  // kernels between beginWork and endWork
+  std::shared_ptr<std::atomic<int>> liveGraphs_ = std::make_shared<std::atomic<int>>(0);  // graphCaptured
   // Eager launches: begun and ended (queued) so far, and the count of begun at which the probe
   // last found every kernel ended.
   std::atomic<uint64_t> eagerBegun_{0};
