@@ -156,6 +156,10 @@ bool HostFifo::wait(Ready ready, const StopFlags& stop) {
   }
   for (int i = 0; i < kYieldSpins; ++i) {
     if (done()) return ready();
+    if (observer_ != nullptr && i % 4 == 0) {
+      observer_->stepInline();
+      continue;
+    }
     std::this_thread::yield();
   }
   if (crossProcess_) {

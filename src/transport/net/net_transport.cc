@@ -256,6 +256,17 @@ void NetTransport::wake() {
   }
 }
 
+void NetTransport::stepInline() {
+  if (tStepping) return;
+  for (auto& proxy : proxies_) {
+    std::unique_lock<std::mutex> step(proxy->stepMu, std::try_to_lock);
+    if (!step.owns_lock()) continue;
+    tStepping = true;
+    proxy->stepAll();
+    tStepping = false;
+  }
+}
+
 std::shared_ptr<NetConnection> NetTransport::findOrMake(const Key& key, bool outgoing, int lanes) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = connections_[key];

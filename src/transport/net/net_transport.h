@@ -143,6 +143,9 @@ class NetTransport : public FifoObserver, public HostTransport {
 
   /// FifoObserver: a FIFO changed, the proxy threads may have work.
   void wake() override;
+  /// FifoObserver: a caller polls a FIFO: it steps the lanes of every proxy that is not stepping
+  /// them (a message that arrives then reaches it without waking the proxy).
+  void stepInline() override;
   /// FifoObserver: a connection failed; told to options.onFailure.
   void failed(int peer, const std::string& why) override;
   /// FifoObserver: `peer` closed a connection or went away. Once every lane it made has arrived
