@@ -26,8 +26,9 @@ braidDataType_t type(ncclDataType_t t) { return static_cast<braidDataType_t>(t);
 braidRedOp_t op(ncclRedOp_t o) { return static_cast<braidRedOp_t>(o); }
 braidStream_t stream(cudaStream_t s) { return reinterpret_cast<braidStream_t>(s); }
 
-// braid's results are NCCL's, plus braidTimeout: a peer that did not answer in time.
-ncclResult_t result(braidResult_t r) { return r == braidTimeout ? ncclRemoteError : static_cast<ncclResult_t>(r); }
+// braid's results are NCCL's, plus braidTimeout (the watchdog's report, or a peer that did not
+// answer in time): ncclSystemError, which PyTorch's watchdog treats as a failed communicator.
+ncclResult_t result(braidResult_t r) { return r == braidTimeout ? ncclSystemError : static_cast<ncclResult_t>(r); }
 
 braidUniqueId id(const ncclUniqueId& u) {
   braidUniqueId b;

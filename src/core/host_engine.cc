@@ -161,9 +161,9 @@ std::string HostEngine::describeTag(const transport::CallTag& t) {
 }
 
 // The call between the watchdog's begin and end, its FIFO steps counted.
-Status HostEngine::watched(exec::HostCall* host, const std::function<Status()>& run) {
+Status HostEngine::watched(exec::HostCall* host, int algorithm, const std::function<Status()>& run) {
   if (watch_ == nullptr) return run();
-  watch_->begin(host->tag);
+  watch_->begin(host->tag, algorithm);
   host->progress = watch_->progress();
   Status s = run();
   watch_->end();
@@ -219,7 +219,7 @@ Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
   host.abort = abort_;
   host.tag.kind = exec::kP2pTagKind;
   host.describeTag = describeTag;
-  return finish(watched(&host, [&] {
+  return finish(watched(&host, -1, [&] {
     return exec::runHostP2p(std::move(sends), std::move(recvs), 1, chunkBytes_, host, links_, pool_);
   }));
 }
@@ -241,7 +241,8 @@ Status HostEngine::run(const CollRequest& r) {
   host.abort = abort_;
   host.tag = collectiveTag(r, ++collectives_);
   host.describeTag = describeTag;
-  return finish(watched(&host, [&] { return exec::runHostCall(geometry_, call, host, links_, pool_); }));
+  return finish(watched(&host, static_cast<int>(call.algo),
+                        [&] { return exec::runHostCall(geometry_, call, host, links_, pool_); }));
 }
 
 }  // namespace braid::core

@@ -127,7 +127,7 @@ class HostEngine {
   algo::Geometry geometry_;
   transport::HostLinks links_;
   exec::WorkerPool pool_;
-  Status watched(exec::HostCall* host, const std::function<Status()>& run);
+  Status watched(exec::HostCall* host, int algorithm, const std::function<Status()>& run);
 
   CallWatch* watch_ = nullptr;
   bool openAfterStall_ = false;  // the watchdog ended a call; its connections close on destroy

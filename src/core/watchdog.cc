@@ -35,6 +35,7 @@ struct CallWatch::Core {
   mutable std::mutex tagMu;
   transport::CallTag tag;
   uint32_t collectives = 0;  // collectives begun (under tagMu)
+  int algorithm = -1;        // the current call's (under tagMu)
 
   // The checker thread's own, but lastChange, which a calling thread's late report reads.
   uint64_t lastSeq = 0, lastSteps = 0, firedSeq = 0;
@@ -88,6 +89,9 @@ struct CallWatch::Core {
     s.steps = progress.steps.load(std::memory_order_relaxed);
     s.inCall = inCall.load(std::memory_order_acquire);
     s.waitingOn = progress.waitingOn.load(std::memory_order_relaxed);
+    s.channel = static_cast<int16_t>(progress.channel.load(std::memory_order_relaxed));
+    s.sending = progress.sending.load(std::memory_order_relaxed);
+    s.algorithm = static_cast<int16_t>(algorithm);
     s.tag = tag;
     return s;
   }
@@ -449,12 +453,15 @@ void CallWatch::setSampler(std::function<void(WatchSample*)> sample) {
   core_->sampler = std::move(sample);
 }
 
-void CallWatch::begin(const transport::CallTag& tag) {
+void CallWatch::begin(const transport::CallTag& tag, int algorithm) {
   Core& c = *core_;
   c.progress.steps.store(0, std::memory_order_relaxed);
   c.progress.waitingOn.store(-1, std::memory_order_relaxed);
+  c.progress.channel.store(-1, std::memory_order_relaxed);
+  c.progress.sending.store(0, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(c.tagMu);
   c.tag = tag;
+  c.algorithm = algorithm;
   if (tag.kind != exec::kP2pTagKind) ++c.collectives;
   c.seq.fetch_add(1, std::memory_order_acq_rel);
   c.inCall.store(1, std::memory_order_release);

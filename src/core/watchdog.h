@@ -50,8 +50,11 @@ struct WatchState {
   transport::CallTag tag;    // the current (or last) call
   uint32_t collectives = 0;  // collectives begun (send/recv groups are not counted: ranks differ)
   int32_t gpu = 0;           // 0: a host call; 1: a GPU kernel runs the call; 2: its kernel has not begun
+  int16_t algorithm = -1;    // a host collective's algo::Algo (-1: not known, as for send/recv)
+  int16_t channel = -1;      // the channel of the FIFO its last wait was on
+  int32_t sending = 0;       // that wait: 1 for a send slot to free up, 0 for a slot to arrive
 };
-static_assert(sizeof(WatchState) == 72, "WatchState crosses sockets byte for byte");
+static_assert(sizeof(WatchState) == 80, "WatchState crosses sockets byte for byte");
 
 /// A query: magic, the communicator's key and the rank asked for.
 struct WatchQuery {
@@ -118,7 +121,8 @@ class CallWatch {
   void setSampler(std::function<void(WatchSample*)> sample);
 
   /// Around each call: the call's tag, and what its FIFO steps update.
-  void begin(const transport::CallTag& tag);
+  /// `algorithm`: a host collective's algo::Algo, for the report (-1: none).
+  void begin(const transport::CallTag& tag, int algorithm = -1);
   void end();
   exec::CallProgress* progress();
 

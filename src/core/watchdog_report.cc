@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "algo/collectives.h"
 #include "core/watchdog.h"
 
 namespace braid::core {
@@ -79,8 +80,15 @@ std::string stallReport(int self, double stalledSeconds, const std::vector<PeerS
                                        std::to_string(s.steps) + ")"
                                  : std::string(", its kernel runs");
       } else if (s.inCall != 0) {
+        if (s.algorithm >= 0 && s.algorithm < static_cast<int>(algo::Algo::kNumAlgos)) {
+          line += std::string(", ") + algo::algoName(static_cast<algo::Algo>(s.algorithm));
+        }
+        if (s.channel >= 0) line += ", channel " + std::to_string(s.channel);
         line += ", " + std::to_string(s.steps) + " step(s)";
-        if (s.waitingOn >= 0) line += ", waiting for rank " + std::to_string(s.waitingOn);
+        if (s.waitingOn >= 0) {
+          line += ", waiting for rank " + std::to_string(s.waitingOn) +
+                  (s.sending != 0 ? " to free a slot it sends to" : " to send a slot");
+        }
       }
     }
     out += line + "\n";

@@ -7,8 +7,8 @@
 namespace braid::exec {
 
 HostPrims::HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
-                     transport::HostFifo* const* send, int nSend)
-    : call_(call), nRecv_(nRecv), nSend_(nSend) {
+                     transport::HostFifo* const* send, int nSend, int channel)
+    : call_(call), channel_(channel), nRecv_(nRecv), nSend_(nSend) {
   for (int i = 0; i < nRecv; ++i) {
     recv_[i] = recv[i];
     recvPeer_[i] = recvPeers[i];
@@ -22,7 +22,7 @@ bool HostPrims::takeRecv(size_t bytes, const char** slots) {
   for (int i = 0; i < nRecv_; ++i) {
     size_t got = 0;
     transport::CallTag theirs;
-    if (call_.progress != nullptr) call_.progress->waitingOn.store(recvPeer_[i], std::memory_order_relaxed);
+    if (call_.progress != nullptr) noteWait(recvPeer_[i], false);
     slots[i] = recv_[i] == nullptr ? nullptr : recv_[i]->waitReadable(&got, stepStop(), &theirs);
     // A step is a wait that ended with a slot: a failed one is no progress (the watchdog keeps what
     // it gathered for a call that ended without a step).
@@ -82,9 +82,7 @@ void HostPrims::releaseRecv() {
 
 bool HostPrims::takeSend(char** slots) {
   for (int i = 0; i < nSend_; ++i) {
-    if (call_.progress != nullptr && send_[i] != nullptr) {
-      call_.progress->waitingOn.store(send_[i]->peerRank(), std::memory_order_relaxed);
-    }
+    if (call_.progress != nullptr && send_[i] != nullptr) noteWait(send_[i]->peerRank(), true);
     slots[i] = send_[i] == nullptr ? nullptr : send_[i]->waitWritable(stepStop());
     if (call_.progress != nullptr && slots[i] != nullptr) call_.progress->steps.fetch_add(1, std::memory_order_relaxed);
     if (slots[i] == nullptr) {
@@ -210,7 +208,7 @@ HostPrims HostBackend::open(const int* recvPeers, const int* recvConns, int nRec
   for (int i = 0; i < nRecv; ++i)
     recv[i] = fifos_.fifo(channel_, recvConns != nullptr ? recvConns[i] : connId, recvPeers[i], call_.rank);
   for (int i = 0; i < nSend; ++i) send[i] = fifos_.fifo(channel_, connId, call_.rank, sendPeers[i]);
-  return HostPrims(call_, recvPeers, recv, nRecv, send, nSend);
+  return HostPrims(call_, recvPeers, recv, nRecv, send, nSend, channel_);
 }
 
 }  // namespace braid::exec

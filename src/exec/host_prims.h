@@ -37,6 +37,8 @@ struct CallFailure {
 struct CallProgress {
   std::atomic<uint64_t> steps{0};
   std::atomic<int> waitingOn{-1};  // the peer of the FIFO last waited on
+  std::atomic<int> channel{-1};    // ... its channel
+  std::atomic<int> sending{0};     // ... 1: a send slot to free up, 0: a slot to arrive
 };
 
 /// The tag kind of send/recv slots (collectives: 1 + their algo::Coll).
@@ -65,7 +67,7 @@ struct HostCall {
 class HostPrims {
  public:
   HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
-            transport::HostFifo* const* send, int nSend);
+            transport::HostFifo* const* send, int nSend, int channel = -1);
 
   void send(size_t in, size_t n);
   void copySend(size_t in, size_t out, size_t n);
@@ -98,8 +100,15 @@ class HostPrims {
   // dst = recv slots reduced with `src` (the input, or the output for an accumulation); then the
   // post-op if asked.
   void reduceInto(char* dst, const char** slots, const char* src, size_t n, bool post);
+  // The watchdog's view (call_.progress set): the FIFO this rank waits on now.
+  void noteWait(int peer, bool sending) {
+    call_.progress->waitingOn.store(peer, std::memory_order_relaxed);
+    call_.progress->channel.store(channel_, std::memory_order_relaxed);
+    call_.progress->sending.store(sending ? 1 : 0, std::memory_order_relaxed);
+  }
 
   const HostCall& call_;
+  int channel_ = -1;  // for the watchdog
   int recvPeer_[algo::kMaxPeers] = {-1, -1};
   transport::HostFifo* recv_[algo::kMaxPeers] = {nullptr, nullptr};
   transport::HostFifo* send_[algo::kMaxPeers] = {nullptr, nullptr};

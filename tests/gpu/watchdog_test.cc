@@ -94,6 +94,9 @@ TEST_F(GpuWatchdog, ARankThatSkipsACallIsNamed) {
   EXPECT_TRUE(contains(report, "its kernel waits for rank 1")) << report;
   EXPECT_TRUE(contains(report, "GPU: launch 1 (braid_AllReduce_Ring_Simple")) << report;
   EXPECT_TRUE(contains(report, "waits for rank 1")) << report;
+  // The step: a lane waits for a slot of rank 1's, of which it has seen none (rank 1 never called).
+  EXPECT_TRUE(contains(report, "(launch 1) waits for rank 1 to fill a receive slot (")) << report;
+  EXPECT_TRUE(contains(report, ", seen 0)")) << report;
   // Rank 1 never called: it is untouched.
   braidResult_t other = braidInternalError;
   EXPECT_EQ(braidCommGetAsyncError(w_->comms[1], &other), braidSuccess);

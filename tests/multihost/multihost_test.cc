@@ -241,6 +241,22 @@ TEST_F(Multihost, AStoppedRankOnAnotherHostIsReportedAsNotResponding) {
   }
 }
 
+// The watchdog's other stalls across hosts (BRAID_TIMEOUT=1), the rank on the third host instead
+// of the all-reduce: skipping it (alive and answering), leaving (its communicator destroyed, its
+// process gone), or calling a broadcast. No rank hangs or returns success, each failing rank does
+// so within timeout + 2 s, naming rank 2 ("has not reached" for the skip) or a mismatch.
+TEST_F(Multihost, ASkippingLeavingOrMismatchedRankOnAnotherHostIsNamed) {
+  make(3);
+  if (!net_) return;
+  for (const char* how : {"skip", "exit", "broadcast"}) {
+    SCOPED_TRACE(how);
+    const std::string h = how;
+    Job job = runJob(*net_, 1, "stall", {"BRAID_TIMEOUT=1", "BRAID_TEST_DELAY_MS=4000", "BRAID_TEST_STALL=" + h});
+    EXPECT_EQ(stallReportsProblem(job.reports, h, 3, 1000), "") << outputs(job);
+    for (const Report& r : job.reports) std::printf("%s, rank %d: %s\n", how, r.rank, r.msg.c_str());
+  }
+}
+
 // BRAID_SOCKET_IFNAME picks among two interfaces: with eth1 (a dead end) present on every host,
 // naming eth0 works.
 TEST_F(Multihost, SocketIfnameChoosesTheInterfaceThatReachesThePeers) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -116,6 +117,35 @@ std::string findInPath(const std::string& program) {
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
+}
+
+std::string stallReportsProblem(const std::vector<Report>& reports, const std::string& how, int nranks, int timeoutMs) {
+  const size_t expected = static_cast<size_t>(how == "exit" ? nranks - 1 : nranks);  // the leaver reports nothing
+  if (reports.size() != expected) {
+    return std::to_string(reports.size()) + " reports, " + std::to_string(expected) + " expected";
+  }
+  const std::string last = "rank " + std::to_string(nranks - 1);
+  bool named = false;
+  for (const Report& r : reports) {
+    if (r.rank == nranks - 1 && how == "skip") {
+      if (r.code != braidSuccess) return "the skipping rank failed: " + r.describe();
+      continue;
+    }
+    if (r.code == braidSuccess) return "a rank succeeded: " + r.describe();
+    const char* took = std::strstr(r.msg.c_str(), "took_ms=");
+    if (took == nullptr) return "no took_ms: " + r.describe();
+    if (std::atoi(took + std::strlen("took_ms=")) >= timeoutMs + 2000) return "too late: " + r.describe();
+    if (how == "skip") {
+      if (r.code != braidTimeout) return "not braidTimeout: " + r.describe();
+      named = named || r.msg.find("diagnosis: " + last + " has not reached allreduce #1") != std::string::npos;
+    } else if (how == "exit") {
+      named = named || r.msg.find(last) != std::string::npos;
+    } else {
+      named = named || r.msg.find("mismatch") != std::string::npos;
+    }
+  }
+  return named ? ""
+               : "no report names " + last + (how == "broadcast" ? "'s mismatch" : "") + ": " + reports[0].describe();
 }
 
 }  // namespace braid::test

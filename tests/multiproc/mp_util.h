@@ -45,6 +45,13 @@ std::vector<Report> runRanks(int n, const std::vector<int>& ranks, const std::st
 std::vector<Report> runRanksWithId(const std::string& idHex, int n, const std::vector<int>& ranks,
                                    const std::string& scenario, const std::vector<std::string>& env);
 
+/// The worker's "stall" scenario with BRAID_TEST_STALL=`how` (skip, exit or broadcast: what the
+/// last of `nranks` does instead of the all-reduce) under BRAID_TIMEOUT=`timeoutMs`: "" when the
+/// reports show what the watchdog promises (no rank hangs or succeeds but a skipper; each failing
+/// rank within the timeout + 2 s; the last rank named: "has not reached" for a skip, by rank for an
+/// exit, a mismatch for a broadcast), else what they show instead.
+std::string stallReportsProblem(const std::vector<Report>& reports, const std::string& how, int nranks, int timeoutMs);
+
 /// The worker program: $BRAID_TEST_WORKER, else braid_mp_worker beside this executable.
 std::string workerPath();
 std::string findInPath(const std::string& program);

@@ -439,6 +439,26 @@ TEST_P(Stalled, AStoppedRankIsReportedAsNotResponding) {
   EXPECT_EQ(leftoverSegments(reports), "");
 }
 
+// The watchdog's other stalls across processes (BRAID_TIMEOUT=1), the last rank instead of the
+// all-reduce: skipping it (alive and answering), leaving (its communicator destroyed, its process
+// gone), or calling a broadcast. No rank hangs or returns success, each failing rank does so
+// within the timeout + 2 s, naming the last rank: "has not reached" for the skip, the rank that
+// left for the exit (the watchdog's "exited" or the transport's own word, whichever comes first),
+// a mismatch for the broadcast.
+TEST_P(Stalled, ASkippingLeavingOrMismatchedRankIsNamed) {
+  const TransportCase& t = kTransports[GetParam()];
+  const int n = 3;
+  for (const char* how : {"skip", "exit", "broadcast"}) {
+    SCOPED_TRACE(how);
+    std::vector<Report> reports =
+        runRanks(n, allRanks(n), "stall",
+                 withEnv(t.env, {"BRAID_DEVICE=cpu", "BRAID_TIMEOUT=1", "BRAID_TEST_DELAY_MS=4000",
+                                 ("BRAID_TEST_STALL=" + std::string(how)).c_str()}));
+    EXPECT_EQ(stallReportsProblem(reports, how, n, 1000), "");
+    EXPECT_EQ(leftoverSegments(reports), "");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Stalled, ::testing::Range(0, 3),
                          [](const auto& p) { return std::string(kTransports[p.param].name); });
 

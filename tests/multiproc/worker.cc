@@ -304,6 +304,29 @@ int main(int argc, char** argv) {
   }
   if (scenario == "stall") {
     std::printf("SHM_PREFIX %s\n", shmPrefix(keyOf(comm)).c_str());
+    // BRAID_TEST_STALL: what the last rank does instead of the all-reduce. stop (SIGSTOP, the
+    // default); skip (alive, its watchdog answering, never in the call); exit (destroys its
+    // communicator and leaves); broadcast (a different collective).
+    const std::string how = std::getenv("BRAID_TEST_STALL") != nullptr ? std::getenv("BRAID_TEST_STALL") : "stop";
+    if (rank == nranks - 1 && how == "skip") {
+      usleep(static_cast<useconds_t>(envInt("BRAID_TEST_DELAY_MS", 6000)) * 1000);
+      braidCommDestroy(comm);
+      return report(rank, nranks, braidSuccess, start, end, "skipped the call");
+    }
+    if (rank == nranks - 1 && how == "exit") {
+      braidCommDestroy(comm);
+      std::_Exit(0);
+    }
+    if (rank == nranks - 1 && how == "broadcast") {
+      std::vector<float> data(4096, 1.0f);
+      const int64_t t0 = nowNs();
+      braidResult_t rc = braidBroadcast(data.data(), data.data(), data.size(), braidFloat32, 0, comm, nullptr);
+      const int64_t tookMs = (nowNs() - t0) / 1000000;
+      std::string msg = rc == braidSuccess ? "ok" : braidGetLastError();
+      std::replace(msg.begin(), msg.end(), '\n', '|');
+      braidCommDestroy(comm);
+      return report(rank, nranks, rc, start, end, "took_ms=" + std::to_string(tookMs) + " " + msg);
+    }
     if (rank == nranks - 1) {
       // Stopped, not dead: its sockets and shared memory stay open and its process exists, so only
       // the watchdog's query (unanswered) tells the others. The child ends it after the test.

@@ -3,7 +3,9 @@
 // symbolically on levelled geometries: 1..8 hosts x 1..8 ranks per host, uneven hosts, hosts
 // interleaved in rank order and shuffled rings, every channel count to 3, chunk sizes, counts from
 // empty to several rounds, with and without avg, on the smallest FIFO depth (2) and the default
-// (8); their traces' sequential steps against the cost model's; and the geometry's levels.
+// (8); their traces' sequential steps against the cost model's; and the geometry's levels. Above
+// 16 ranks a sample: 1 and 3 channels, chunk 3, counts 0, a round less one and one per rank and 3
+// (the 8 x 8 grid in full took 42 s of the unit tier, 246 s under AddressSanitizer).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,10 +46,14 @@ void proveAll(const Geometry& g, const std::string& what, bool full, Algo algo =
       if (!rooted && root != 0) continue;
       if (rooted && !full && root == n / 2) continue;
       for (int channels = 1; channels <= 3; ++channels) {
+        if (!full && channels == 2) continue;
         for (size_t chunk : {size_t{1}, size_t{3}}) {
           if (!full && chunk == 1) continue;
           const size_t round = chunk * static_cast<size_t>(channels) * g.mostOnAHost;
-          for (size_t count : {size_t{0}, size_t{1}, round - 1, 2 * round + 5, size_t(n) * 7 + 3}) {
+          const std::vector<size_t> counts =
+              full ? std::vector<size_t>{0, 1, round - 1, 2 * round + 5, size_t(n) * 7 + 3}
+                   : std::vector<size_t>{0, round - 1, size_t(n) + 3};
+          for (size_t count : counts) {
             for (bool post : {false, true}) {
               if (post && coll != Coll::kAllReduce && coll != Coll::kReduce && coll != Coll::kReduceScatter) continue;
               for (int slots : {2, 8}) {

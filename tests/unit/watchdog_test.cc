@@ -77,6 +77,27 @@ TEST(WatchdogReport, NamesARankThatHasNotReachedTheCall) {
   EXPECT_EQ(r.find("mismatched"), std::string::npos) << r;
 }
 
+// A host rank's line names its algorithm, the channel of the FIFO it waits on and which way; an
+// algorithm number out of range (a peer's bytes) is left out.
+TEST(WatchdogReport, HostRanksNameTheirAlgorithmChannelAndWait) {
+  PeerState a = inCall(0, 5, allReduceTag(5, 64), 1), b = inCall(1, 5, allReduceTag(5, 64), 0);
+  a.state.algorithm = static_cast<int16_t>(algo::Algo::kRing);
+  a.state.channel = 1;
+  a.state.steps = 3;
+  b.state.algorithm = 999;
+  b.state.channel = 0;
+  b.state.sending = 1;
+  std::string r = report(0, {a, b});
+  EXPECT_NE(r.find("rank 0 (this rank): in allreduce #5 (64 x float32, sum) [call 5], ring, channel 1, 3 step(s), "
+                   "waiting for rank 1 to send a slot"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("rank 1: in allreduce #5 (64 x float32, sum) [call 5], channel 0, 0 step(s), waiting for rank 0 to "
+                   "free a slot it sends to"),
+            std::string::npos)
+      << r;
+}
+
 TEST(WatchdogReport, NamesMismatchedCallsAndRanksThatAreGone) {
   transport::CallTag bcast = allReduceTag(3, 64);
   bcast.kind = static_cast<uint8_t>(1 + static_cast<int>(algo::Coll::kBroadcast));
@@ -223,6 +244,7 @@ TEST(Watchdog, ARankThatSkipsTheCallIsNamed) {
           << errors[r];
       EXPECT_NE(errors[r].find("rank 2: has made no call yet"), std::string::npos) << errors[r];
       EXPECT_NE(errors[r].find("waiting for rank"), std::string::npos) << errors[r];
+      EXPECT_NE(errors[r].find("[call 1], ring, channel "), std::string::npos) << errors[r];
       // The communicator is failed with the same report.
       braidResult_t async = braidSuccess;
       EXPECT_EQ(braidCommGetAsyncError(ranks[r], &async), braidSuccess);
@@ -299,6 +321,32 @@ TEST(Watchdog, CallsOnConnectionsThatNeverMeetAreAMismatch) {
                       errors[r].find("allreduce #1 (256 x float32, sum) [call 1]") != std::string::npos);
   }
   EXPECT_TRUE(named) << errors[0] << "\n" << errors[1];
+}
+
+// With the watchdog off (BRAID_TIMEOUT unset, the default) nothing changes: a rank that comes to
+// the call 2.5 s late is waited for, no report is logged, and every rank's all-reduce is right.
+TEST(Watchdog, OffALateRankIsWaitedForWithoutAReport) {
+  LogToFile log("watchdog-off");
+  std::vector<float> data[3];
+  std::vector<braidResult_t> rc;
+  std::vector<std::string> errors;
+  {
+    ThreadRanks ranks(3, "ring", {});
+    for (int r = 0; r < 3; ++r) data[r].assign(1024, static_cast<float>(r + 1));
+    rc = ranks.each(
+        [&](int r) {
+          if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+          return braidAllReduce(data[r].data(), data[r].data(), data[r].size(), braidFloat32, braidSum, ranks[r],
+                                nullptr);
+        },
+        &errors);
+  }
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(rc[r], braidSuccess) << "rank " << r << ": " << errors[r];
+    for (float v : data[r]) ASSERT_EQ(v, 6.0f) << "rank " << r;
+  }
+  const std::string text = log.text();
+  EXPECT_EQ(text.find("braid watchdog"), std::string::npos) << text;
 }
 
 // BRAID_TIMEOUT_ACTION=report: the report is logged and the call keeps waiting (until the test
