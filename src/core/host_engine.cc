@@ -160,6 +160,12 @@ std::string HostEngine::describeTag(const transport::CallTag& t) {
   return s + ")";
 }
 
+void HostEngine::setWatch(CallWatch* watch) {
+  watch_ = watch;
+  // A stalled call's report says where its network connections with the awaited peer stand.
+  watch->setHostDetail([this](int peer) { return links_.describePeer(peer); });
+}
+
 // The call between the watchdog's begin and end, its FIFO steps counted.
 Status HostEngine::watched(exec::HostCall* host, int algorithm, const std::function<Status()>& run) {
   if (watch_ == nullptr) return run();

@@ -96,7 +96,7 @@ class HostEngine {
 
   /// BRAID_TIMEOUT: every call from now on tells `watch` when it begins and ends and what its FIFO
   /// steps do (core/watchdog.h). Set once at init, before the first call.
-  void setWatch(CallWatch* watch) { watch_ = watch; }
+  void setWatch(CallWatch* watch);
 
   /// "broadcast #12 (1000 x float32, root 3)", "allreduce #3 (7 x int8, max)", "send/recv".
   static std::string describeTag(const transport::CallTag& tag);

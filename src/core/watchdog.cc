@@ -60,8 +60,9 @@ struct CallWatch::Core {
 
   std::mutex callbackMu;  // held while onStall runs; the destructor clears it under the lock
   std::function<void(const Status&)> onStall;
-  mutable std::mutex samplerMu;               // held while the sampler runs; the destructor clears it under the lock
-  std::function<void(WatchSample*)> sampler;  // a GPU communicator's (set before watching)
+  mutable std::mutex samplerMu;                // held while the sampler runs; the destructor clears it under the lock
+  std::function<void(WatchSample*)> sampler;   // a GPU communicator's (set before watching)
+  std::function<std::string(int)> hostDetail;  // a host communicator's (set before watching)
 
   // This rank now: from the sampler, or the host call's fields (begin() writes the tag and the
   // number together under tagMu).
@@ -74,6 +75,7 @@ struct CallWatch::Core {
       lock.unlock();
       out.state = hostState();
       out.progress = out.state.steps;
+      if (hostDetail && out.state.inCall != 0 && out.state.waitingOn >= 0) out.detail = hostDetail(out.state.waitingOn);
     }
     out.state.magic = kWatchStateMagic;
     out.state.rank = rank;
@@ -446,6 +448,10 @@ void CallWatch::setPeers(std::vector<net::SocketAddress> listeners) {
   core_->peers = std::move(listeners);
   core_->watching.store(true, std::memory_order_release);
   Watchdog::get().add(core_);  // from now on its threads read the listener and the peers
+}
+
+void CallWatch::setHostDetail(std::function<std::string(int peer)> describe) {
+  core_->hostDetail = std::move(describe);
 }
 
 void CallWatch::setSampler(std::function<void(WatchSample*)> sample) {

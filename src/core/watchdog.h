@@ -119,6 +119,9 @@ class CallWatch {
   /// A GPU communicator's state comes from `sample` (any thread; it must not block) instead of
   /// begin/end and the FIFO steps. Set before setPeers.
   void setSampler(std::function<void(WatchSample*)> sample);
+  /// A host communicator's line more on the peer its call waits for (`describe(peer)`, any
+  /// thread: where its connections stand, "" for none). Set before setPeers.
+  void setHostDetail(std::function<std::string(int peer)> describe);
 
   /// Around each call: the call's tag, and what its FIFO steps update.
   /// `algorithm`: a host collective's algo::Algo, for the report (-1: none).

@@ -7,13 +7,13 @@
 namespace braid::exec {
 
 HostPrims::HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
-                     transport::HostFifo* const* send, int nSend, int channel)
+                     const int* sendPeers, transport::HostFifo* const* send, int nSend, int channel)
     : call_(call), channel_(channel), nRecv_(nRecv), nSend_(nSend) {
   for (int i = 0; i < nRecv; ++i) {
     recv_[i] = recv[i];
     recvPeer_[i] = recvPeers[i];
   }
-  for (int i = 0; i < nSend; ++i) send_[i] = send[i];
+  for (int i = 0; i < nSend; ++i) send_[i] = send[i], sendPeer_[i] = sendPeers[i];
   for (int i = 0; i < nRecv; ++i) watched_[i] = recv_[i];
   for (int i = 0; i < nSend; ++i) watched_[nRecv + i] = send_[i];
 }
@@ -22,7 +22,7 @@ bool HostPrims::takeRecv(size_t bytes, const char** slots) {
   for (int i = 0; i < nRecv_; ++i) {
     size_t got = 0;
     transport::CallTag theirs;
-    if (call_.progress != nullptr) noteWait(recvPeer_[i], false);
+    if (call_.progress != nullptr && recv_[i] != nullptr) noteWait(recvPeer_[i], false);
     slots[i] = recv_[i] == nullptr ? nullptr : recv_[i]->waitReadable(&got, stepStop(), &theirs);
     // A step is a wait that ended with a slot: a failed one is no progress (the watchdog keeps what
     // it gathered for a call that ended without a step).
@@ -82,7 +82,7 @@ void HostPrims::releaseRecv() {
 
 bool HostPrims::takeSend(char** slots) {
   for (int i = 0; i < nSend_; ++i) {
-    if (call_.progress != nullptr && send_[i] != nullptr) noteWait(send_[i]->peerRank(), true);
+    if (call_.progress != nullptr && send_[i] != nullptr) noteWait(sendPeer_[i], true);
     slots[i] = send_[i] == nullptr ? nullptr : send_[i]->waitWritable(stepStop());
     if (call_.progress != nullptr && slots[i] != nullptr) call_.progress->steps.fetch_add(1, std::memory_order_relaxed);
     if (slots[i] == nullptr) {
@@ -208,7 +208,7 @@ HostPrims HostBackend::open(const int* recvPeers, const int* recvConns, int nRec
   for (int i = 0; i < nRecv; ++i)
     recv[i] = fifos_.fifo(channel_, recvConns != nullptr ? recvConns[i] : connId, recvPeers[i], call_.rank);
   for (int i = 0; i < nSend; ++i) send[i] = fifos_.fifo(channel_, connId, call_.rank, sendPeers[i]);
-  return HostPrims(call_, recvPeers, recv, nRecv, send, nSend, channel_);
+  return HostPrims(call_, recvPeers, recv, nRecv, sendPeers, send, nSend, channel_);
 }
 
 }  // namespace braid::exec

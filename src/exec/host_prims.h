@@ -67,7 +67,7 @@ struct HostCall {
 class HostPrims {
  public:
   HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
-            transport::HostFifo* const* send, int nSend, int channel = -1);
+            const int* sendPeers, transport::HostFifo* const* send, int nSend, int channel = -1);
 
   void send(size_t in, size_t n);
   void copySend(size_t in, size_t out, size_t n);
@@ -110,6 +110,7 @@ class HostPrims {
   const HostCall& call_;
   int channel_ = -1;  // for the watchdog
   int recvPeer_[algo::kMaxPeers] = {-1, -1};
+  int sendPeer_[algo::kMaxPeers] = {-1, -1};
   transport::HostFifo* recv_[algo::kMaxPeers] = {nullptr, nullptr};
   transport::HostFifo* send_[algo::kMaxPeers] = {nullptr, nullptr};
   transport::HostFifo* watched_[2 * algo::kMaxPeers] = {};  // recv_ then send_

@@ -67,6 +67,11 @@ class HostLinks : public FifoResolver {
   /// The error of the last connection that could not be made (cleared). Every call asks, so the
   /// usual answer (none) takes no lock.
   Status takeError();
+  /// Where this rank's network connections with `peer` stand (NetTransport::describePeer; any
+  /// thread), "" where none carries its bytes (shared memory, loopback).
+  std::string describePeer(int peer) const {
+    return network_ != nullptr ? network_->describePeer(peer) : std::string();
+  }
 
  private:
   static constexpr int kFastChannels = 4;

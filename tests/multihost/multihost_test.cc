@@ -244,7 +244,8 @@ TEST_F(Multihost, AStoppedRankOnAnotherHostIsReportedAsNotResponding) {
 // The watchdog's other stalls across hosts (BRAID_TIMEOUT=1), the rank on the third host instead
 // of the all-reduce: skipping it (alive and answering), leaving (its communicator destroyed, its
 // process gone), or calling a broadcast. No rank hangs or returns success, each failing rank does
-// so within timeout + 2 s, naming rank 2 ("has not reached" for the skip) or a mismatch.
+// so within timeout + 2 s, naming rank 2 ("has not reached" for the skip) or a mismatch; a skip's
+// report says where each rank's network connections with rank 2 stand.
 TEST_F(Multihost, ASkippingLeavingOrMismatchedRankOnAnotherHostIsNamed) {
   make(3);
   if (!net_) return;
@@ -253,7 +254,13 @@ TEST_F(Multihost, ASkippingLeavingOrMismatchedRankOnAnotherHostIsNamed) {
     const std::string h = how;
     Job job = runJob(*net_, 1, "stall", {"BRAID_TIMEOUT=1", "BRAID_TEST_DELAY_MS=4000", "BRAID_TEST_STALL=" + h});
     EXPECT_EQ(stallReportsProblem(job.reports, h, 3, 1000), "") << outputs(job);
-    for (const Report& r : job.reports) std::printf("%s, rank %d: %s\n", how, r.rank, r.msg.c_str());
+    for (const Report& r : job.reports) {
+      std::printf("%s, rank %d: %s\n", how, r.rank, r.msg.c_str());
+      // Where the network connections with the awaited rank stand, under this rank's line.
+      if (h == "skip" && r.rank != 2) {
+        EXPECT_NE(r.msg.find("from rank 2: 0 slot(s) received, 0 consumed here"), std::string::npos) << r.describe();
+      }
+    }
   }
 }
 
