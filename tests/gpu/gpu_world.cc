@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace braid::gputest {
 
@@ -185,6 +186,19 @@ std::string captureGraph(int device, cudaStream_t stream, const std::function<st
   if (error.empty() && cudaGraphInstantiate(graph, g, 0) != cudaSuccess) error = "cudaGraphInstantiate failed";
   if (g != nullptr) cudaGraphDestroy(g);
   return error;
+}
+
+size_t graphNodesOfType(cudaGraph_t graph, cudaGraphNodeType type) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess || n == 0) return 0;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return 0;
+  size_t found = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType t;
+    if (cudaGraphNodeGetType(node, &t) == cudaSuccess && t == type) ++found;
+  }
+  return found;
 }
 
 DeviceBuffer::DeviceBuffer(int dev, size_t bytes) : device(dev) {

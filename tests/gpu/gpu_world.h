@@ -59,6 +59,9 @@ void fillDevice(int device, void* dst, unsigned char byte, size_t bytes);
 std::string captureGraph(int device, cudaStream_t stream, const std::function<std::string()>& issue,
                          cudaGraphExec_t* graph);
 
+/// The nodes of `graph` of one type (kernels, host functions, ...).
+size_t graphNodesOfType(cudaGraph_t graph, cudaGraphNodeType type);
+
 /// Device buffer of `bytes` on `device`, freed by the destructor.
 struct DeviceBuffer {
   void* ptr = nullptr;

@@ -122,15 +122,7 @@ int captureGroup(World& w, CallSet& set, int r, cudaGraphExec_t* exec, std::stri
   cudaGraph_t g = nullptr;
   if (cudaStreamEndCapture(w.streams[r], &g) != cudaSuccess && error->empty()) *error = "cudaStreamEndCapture failed";
   if (!error->empty()) return -1;
-  size_t nodes = 0;
-  cudaGraphGetNodes(g, nullptr, &nodes);
-  std::vector<cudaGraphNode_t> all(nodes);
-  cudaGraphGetNodes(g, all.data(), &nodes);
-  int kernels = 0;
-  for (cudaGraphNode_t node : all) {
-    cudaGraphNodeType type;
-    if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel) ++kernels;
-  }
+  const int kernels = static_cast<int>(graphNodesOfType(g, cudaGraphNodeTypeKernel));
   if (cudaGraphInstantiate(exec, g, 0) != cudaSuccess) *error = "cudaGraphInstantiate failed";
   cudaGraphDestroy(g);
   return error->empty() ? kernels : -1;

@@ -19,20 +19,6 @@
 namespace braid::gputest {
 namespace {
 
-// The host functions (graph nodes) in `g`.
-size_t hostNodes(cudaGraph_t g) {
-  size_t n = 0;
-  if (cudaGraphGetNodes(g, nullptr, &n) != cudaSuccess || n == 0) return 0;
-  std::vector<cudaGraphNode_t> nodes(n);
-  cudaGraphGetNodes(g, nodes.data(), &n);
-  size_t hosts = 0;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type;
-    if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeHost) ++hosts;
-  }
-  return hosts;
-}
-
 struct RankOutcome {
   std::string error;
   size_t hostNodes = 0;
@@ -75,7 +61,7 @@ RankOutcome runRank(const braidUniqueId& id, int rank, int nranks, int calls, si
   }
   if (cudaStreamEndCapture(stream, &graph) != cudaSuccess && error.empty()) error = "cudaStreamEndCapture";
   if (error.empty()) {
-    o.hostNodes = hostNodes(graph);
+    o.hostNodes = graphNodesOfType(graph, cudaGraphNodeTypeHost);
     if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) error = "cudaGraphInstantiate";
   }
   for (int replay = 0; replay < 2 && error.empty(); ++replay) {

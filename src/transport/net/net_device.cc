@@ -4,7 +4,6 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -212,25 +211,20 @@ void NetDeviceTransport::eagerLaunch(bool begin) { net_->eagerLaunch(begin); }
 
 void NetDeviceTransport::setDoneProbe(std::function<bool()> done) { net_->setDoneProbe(std::move(done)); }
 
-// A kernel about to be captured. The first of a capture tells the proxies that a
-// graph of this rank's kernels lives (NetTransport::graphCaptured), and ties the count's decrement
-// to the graph: a user object whose destructor the driver runs once the graph and every instance
-// of it are gone. Nothing goes into the graph: a host function there, even one per graph, held
-// cuGraphLaunch in the driver, and with ranks as threads of one process that held the other
+// A kernel about to be captured tells the proxies that a graph of this rank's kernels lives
+// (NetTransport::graphCaptured, a count) and ties the count's decrement to the graph: a user
+// object whose destructor the driver runs once the graph and every instance of it are gone (one per
+// captured kernel: the count stays above zero while any lives). Nothing goes into the graph: a host function there,
+// even one per graph, held cuGraphLaunch in the driver, and with ranks as threads of one process that held the other
 // ranks' launches, whose kernels the first graph's waited for (bench/NOTES.md, twenty-second
 // session).
 Status NetDeviceTransport::captured(void* stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  unsigned long long id = 0;
   cudaGraph_t graph = nullptr;
-  BRAID_RETURN_IF_ERROR(cudaCheck("cudaStreamGetCaptureInfo (network proxy)",
-                                  cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, &id, &graph)));
+  BRAID_RETURN_IF_ERROR(
+      cudaCheck("cudaStreamGetCaptureInfo (network proxy)",
+                cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr, &graph)));
   if (status != cudaStreamCaptureStatusActive || graph == nullptr) return Status::ok();  // (fails at its end)
-  {
-    std::lock_guard<std::mutex> lock(capturesMu_);
-    if (std::find(captures_.begin(), captures_.end(), id) != captures_.end()) return Status::ok();
-    captures_[nextCapture_++ % captures_.size()] = id;
-  }
   auto* live = new std::shared_ptr<std::atomic<int>>(net_->graphCaptured());
   cudaUserObject_t object = nullptr;
   cudaError_t err = cudaUserObjectCreate(&object, live, graphGone, 1, cudaUserObjectNoDestructorSync);

@@ -19,11 +19,9 @@
 // reports the network's words.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -90,9 +88,6 @@ class NetDeviceTransport : public DeviceTransport {
   bool localKnown_ = false;
   Gdr local_ = Gdr::kNone;
   Gdr gdr_ = Gdr::kNone;
-  std::mutex capturesMu_;
-  std::array<unsigned long long, 8> captures_{};  // ids of the latest captures of this rank's calls
-  size_t nextCapture_ = 0;
 };
 
 }  // namespace braid::transport

@@ -67,6 +67,17 @@ struct NetTransport::Proxy {
     for (auto& lane : lanes) moved |= lane->step();
     return moved;
   }
+  // On a caller's thread: steps the lanes if no one is stepping them. True when it did and none
+  // has a request in flight after (else the proxy has work to finish).
+  bool stepHere() {
+    if (tStepping) return false;
+    std::unique_lock<std::mutex> step(stepMu, std::try_to_lock);
+    if (!step.owns_lock()) return false;
+    tStepping = true;
+    stepAll();
+    tStepping = false;
+    return std::none_of(lanes.begin(), lanes.end(), [](const auto& l) { return l->busy(); });
+  }
 };
 
 // Step every lane until nothing moves for a few passes, then sleep in poll() on the lanes' sockets
@@ -86,12 +97,12 @@ void NetTransport::Proxy::run(const std::atomic<bool>& stop, const std::function
     bool moved = adopt();
     moved |= stepAll();
     lanes.erase(std::remove_if(lanes.begin(), lanes.end(), [](const auto& l) { return l->finished(); }), lanes.end());
+    const bool graphs = liveGraphs.load(std::memory_order_acquire) > 0;
     if (moved) {
       idle = 0;
-      lastMoved = Clock::now();
+      if (graphs) lastMoved = Clock::now();  // (the clock only where a graph may replay)
       continue;
     }
-    const bool graphs = liveGraphs.load(std::memory_order_acquire) > 0;
     if (++idle % kIdleSpins == 0) kernels = kernelsMayRun() || (graphs && Clock::now() - lastMoved < kGraphHot);
     if (idle < kIdleSpins || kernels) {
       if (idle % kIdleSpins == 0) {
@@ -241,30 +252,12 @@ void NetTransport::wake() {
     tCheckingEnded = false;
   }
   for (auto& proxy : proxies_) {
-    if (!tStepping) {
-      std::unique_lock<std::mutex> step(proxy->stepMu, std::try_to_lock);
-      if (step.owns_lock()) {
-        tStepping = true;
-        proxy->stepAll();
-        tStepping = false;
-        bool busy = std::any_of(proxy->lanes.begin(), proxy->lanes.end(), [](const auto& l) { return l->busy(); });
-        step.unlock();
-        if (!busy) continue;
-      }
-    }
-    proxy->waker.wake();
+    if (!proxy->stepHere()) proxy->waker.wake();
   }
 }
 
 void NetTransport::stepInline() {
-  if (tStepping) return;
-  for (auto& proxy : proxies_) {
-    std::unique_lock<std::mutex> step(proxy->stepMu, std::try_to_lock);
-    if (!step.owns_lock()) continue;
-    tStepping = true;
-    proxy->stepAll();
-    tStepping = false;
-  }
+  for (auto& proxy : proxies_) proxy->stepHere();
 }
 
 std::shared_ptr<NetConnection> NetTransport::findOrMake(const Key& key, bool outgoing, int lanes) {

@@ -126,18 +126,18 @@ class NetTransport : public FifoObserver, public HostTransport {
   /// play kernels with it).
   void beginWork();
   void endWork();
-  /// A CUDA graph holding this rank's kernels was captured: its replays tell no one (a host
-  /// function in a graph can hold other ranks' launches of the same process, bench/NOTES.md,
-  /// twenty-second session), so while the count is above zero an idle proxy polls on for a while
-  /// after anything moved and then naps briefly instead of sleeping. The caller decrements the
-  /// count it is given once the graph is gone (it may outlive this transport).
-  std::shared_ptr<std::atomic<int>> graphCaptured();
   /// The same for eager launches, without host functions (DeviceTransport::eagerLaunch): the
   /// launching thread calls it before queuing a kernel (`begin`) and after queuing it and the
   /// probe's event; the proxies poll until `done` (setDoneProbe, before the first launch) says
   /// that every kernel queued before the last end has ended.
   void eagerLaunch(bool begin);
   void setDoneProbe(std::function<bool()> done) { doneProbe_ = std::move(done); }
+  /// A kernel of this rank was captured into a CUDA graph, whose replays tell no one (a host
+  /// function in a graph can hold other ranks' launches of the same process, bench/NOTES.md,
+  /// twenty-second session), so while the count is above zero an idle proxy polls on for a while
+  /// after anything moved and then naps briefly instead of sleeping. The caller decrements the
+  /// count it is given once the graph is gone (it may outlive this transport).
+  std::shared_ptr<std::atomic<int>> graphCaptured();
   /// Whether a kernel may be filling or draining the FIFOs (the proxies then poll).
   bool kernelsMayRun();
 
