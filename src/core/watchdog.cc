@@ -396,13 +396,16 @@ Status watchSettings(WatchSettings* out) {
     return invalidArgument("BRAID_TIMEOUT=" + std::to_string(seconds) + " must be from 0 (off) to 604800 seconds");
   }
   w.timeoutMs = static_cast<int>(seconds * 1000);
-  std::string action = param::getString(param::Id::kTimeoutAction);
-  if (action == "report") {
-    w.abortOnStall = false;
-  } else if (action != "abort") {
-    return invalidArgument("BRAID_TIMEOUT_ACTION='" + action + "' must be report or abort");
-  }
+  BRAID_RETURN_IF_ERROR(parseTimeoutAction(param::getString(param::Id::kTimeoutAction), &w.abortOnStall));
   *out = w;
+  return Status::ok();
+}
+
+Status parseTimeoutAction(const std::string& text, bool* abortOnStall) {
+  if (text != "report" && text != "abort") {
+    return invalidArgument("BRAID_TIMEOUT_ACTION='" + text + "' must be report or abort");
+  }
+  *abortOnStall = text == "abort";
   return Status::ok();
 }
 

@@ -100,6 +100,8 @@ struct WatchSettings {
   bool abortOnStall = true;
 };
 Status watchSettings(WatchSettings* out);
+/// A BRAID_TIMEOUT_ACTION value: "report" or "abort" (exactly; anything else is refused).
+Status parseTimeoutAction(const std::string& text, bool* abortOnStall);
 
 class CallWatch {
  public:

@@ -1,14 +1,20 @@
 // The parsers of braid's environment variables, each given the input as its value: BRAID_ALGO and
 // BRAID_PROTO (and config->algorithm/protocol), BRAID_SOCKET_IFNAME, BRAID_DEBUG and
-// BRAID_DEBUG_SUBSYS, every integer parameter, BRAID_SOCKET_FAMILY.
+// BRAID_DEBUG_SUBSYS, BRAID_DEBUG_FILE's %h/%p, every integer parameter, BRAID_SOCKET_FAMILY,
+// BRAID_TIMEOUT_ACTION, BRAID_NET_PLUGIN's list, and BRAID_COMM_ID's host:port (host names
+// resolve only when numeric: numeric_resolver.cc). The launcher's variables: fuzz_launcher_env.
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "core/log.h"
 #include "core/param.h"
+#include "core/watchdog.h"
 #include "net/interface.h"
 #include "net/socket_address.h"
+#include "transport/net/network.h"
 #include "tune/tuner.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -27,5 +33,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   braid::param::parseInt(text, &value);
   int family = 0;
   braid::net::parseSocketFamily(text, &family).ignore();
+  bool abortOnStall = false;
+  braid::core::parseTimeoutAction(text, &abortOnStall).ignore();
+  bool optional = false;
+  braid::network::pluginCandidates(text, &optional);
+  braid::log::expandFileName(text, "host", 4242);
+  for (int f : {AF_UNSPEC, AF_INET, AF_INET6}) {
+    braid::net::SocketAddress address;
+    braid::net::parseHostPort(text, f, &address).ignore();
+  }
   return 0;
 }

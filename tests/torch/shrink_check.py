@@ -4,13 +4,18 @@ underneath) and go on all-reducing on the new group.
     LD_PRELOAD=build/libnccl.so.2 torchrun --nproc_per_node 3 tests/torch/shrink_check.py
 
 Ranks share the GPUs there are (rank r on GPU r % count; braid allows ranks to share one). Rank 1
-leaves after the first all-reduce without a word (os._exit); the others call
+is killed with SIGKILL after the first all-reduce (no teardown, no word to anyone); the others call
 torch.distributed.distributed_c10d.shrink_group([1]) and check three all-reduces on the new group
 against the sum of their own values. Rank 0 prints "shrink_check: OK", or "shrink_check: SKIPPED"
 when this PyTorch has no shrink_group.
+
+torchrun stops every worker as soon as one ends with a failure, so rank 1's worker process forks
+before it touches CUDA: the child is the rank (it joins the group, all-reduces, and is killed), the
+parent only waits for it and ends with status 0 when the child died of SIGKILL (status 1 otherwise).
 """
 import inspect
 import os
+import signal
 import sys
 
 import torch
@@ -43,9 +48,8 @@ def main():
         print(f"rank {rank}: first all_reduce WRONG", flush=True)
         return 1
     if rank == VICTIM:
-        print(f"rank {rank}: leaving", flush=True)
-        sys.stdout.flush()
-        os._exit(0)
+        print(f"rank {rank}: killed (SIGKILL)", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
     group = shrink([VICTIM])
     want = n * (n + 1) / 2 - (VICTIM + 1)
     for numel in (1, 4097, (1 << 20) + 3):
@@ -62,5 +66,17 @@ def main():
     os._exit(0)  # the parent group holds the dead rank: leave without a collective teardown
 
 
+def victim_worker():
+    """Rank VICTIM's torchrun worker: the rank is a child process, killed by SIGKILL in main()."""
+    child = os.fork()
+    if child == 0:
+        os._exit(main())  # never returns normally: main() kills this process
+    _, status = os.waitpid(child, 0)
+    killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    print(f"rank {VICTIM}'s worker: the rank {'was killed by SIGKILL' if killed else f'ended with status {status}'}",
+          flush=True)
+    return 0 if killed else 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(victim_worker() if int(os.environ["RANK"]) == VICTIM else main())
