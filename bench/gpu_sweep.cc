@@ -175,6 +175,7 @@ int runGpuRanks(const Options& o, const braidUniqueId* id, int firstRank, int n,
           if (braidCommUserRank(g.comm, &g.rank) != braidSuccess) return std::string(braidGetLastError());
           g.res.rank = g.rank;
         }
+        PERF_TRY(s.registerBuffers());
         if (api != nullptr) {
           Error err = s.startNccl();
           if (!err.empty() && n > devices && !fromEnv)
@@ -197,7 +198,8 @@ int runGpuRanks(const Options& o, const braidUniqueId* id, int firstRank, int n,
           }
           notes.push_back("config: algorithm " + (o.algorithm.empty() ? "(library's choice)" : o.algorithm) +
                           ", protocol " + (o.protocol.empty() ? "(library's choice)" : o.protocol) + ", CTAs " +
-                          (o.ctas > 0 ? std::to_string(o.ctas) : "(library's choice)"));
+                          (o.ctas > 0 ? std::to_string(o.ctas) : "(library's choice)") +
+                          (o.registered ? "; braid's buffers registered (braidCommRegister)" : ""));
           if (api != nullptr) {
             notes.push_back("NCCL " + versionString(api->version) + " (" + api->path +
                             "); ratio = braid busbw / NCCL busbw, out of place (above 1: braid is faster)");

@@ -102,6 +102,23 @@ class Sweeper {
     return waitAll();
   }
 
+  // -R 1: each rank's send and receive buffers registered with its braid communicator (they end
+  // with it).
+  Error registerBuffers() {
+    if (!o_.registered) return "";
+    const size_t maxCount = countFor(o_.coll, o_.maxBytes, es_, n_);
+    const size_t inBytes = inElems(o_.coll, maxCount, n_) * es_, outBytes = outElems(o_.coll, maxCount, n_) * es_;
+    for (GpuRank& g : ranks_) {
+      void* handle = nullptr;
+      PERF_TRY(braidCheck(braidCommRegister(g.comm, g.send, std::max<size_t>(inBytes, 256), &handle),
+                          "braidCommRegister (send buffer)"));
+      PERF_TRY(
+          braidCheck(braidCommRegister(g.comm, g.recv, std::max<size_t>(std::max(inBytes, outBytes), 256), &handle),
+                     "braidCommRegister (receive buffer)"));
+    }
+    return "";
+  }
+
   // NCCL's communicators beside braid's: rank 0 makes the id, braid broadcasts it (staged through
   // device memory: a CUDA communicator takes no host buffers), every rank joins on its own device.
   Error startNccl() {

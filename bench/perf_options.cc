@@ -29,6 +29,7 @@ const char* kUsage =
     "  -P protos  allowed protocols (config->protocol): simple, ll, a list, ^ excludes\n"
     "  -m n       pin the CTA count: config->minCTAs = maxCTAs = n (0: the library chooses)\n"
     "  -G 0|1     time the iterations captured into one CUDA graph (0: eager calls)\n"
+    "  -R 0|1     register the send and receive buffers with braidCommRegister (braid only)\n"
     "  --compare nccl   run every row through NCCL too (loaded with dlopen) and print the ratio\n"
     "  --nccl-lib path  the NCCL library to load (libnccl.so.2)\n"
     "  --agg n          issue n calls per iteration in one group (nccl-tests' -m); times are per call\n"
@@ -131,6 +132,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
       case 'P': o->protocol = v; break;
       case 'm': ok = parseInt(v, 0, 64, &o->ctas); break;
       case 'G': ok = parseInt(v, 0, 1, &n), o->graph = n == 1; break;
+      case 'R': ok = parseInt(v, 0, 1, &n), o->registered = n == 1; break;
       default: ok = false;
     }
     if (!ok) {
@@ -143,8 +145,9 @@ bool parseOptions(int argc, char** argv, Options* o) {
     return false;
   }
   // Host communicators have no protocols, CTAs, graphs or NCCL twin: say so rather than ignore the option.
-  if (o->gpus == 0 && (!o->protocol.empty() || o->ctas > 0 || o->graph || o->compareNccl || o->agg > 1)) {
-    std::fprintf(stderr, "braid-perf: -P, -m, -G, --compare and --agg apply to GPU communicators only: add -g 1\n");
+  if (o->gpus == 0 &&
+      (!o->protocol.empty() || o->ctas > 0 || o->graph || o->registered || o->compareNccl || o->agg > 1)) {
+    std::fprintf(stderr, "braid-perf: -P, -m, -G, -R, --compare and --agg apply to GPU communicators only: add -g 1\n");
     return false;
   }
 

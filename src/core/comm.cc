@@ -264,7 +264,7 @@ Status Comm::connectGpu() {
   return Status::ok();
 }
 
-exec::CudaCall Comm::gpuCall(const CollRequest& r) const {
+exec::CudaCall Comm::gpuCall(const CollRequest& r) {
   tune::Decision d = plan_.tuner.decide(r.coll, messageBytes(r, nranks_));
   exec::CudaCall call;
   call.shape.coll = r.coll;
@@ -282,7 +282,20 @@ exec::CudaCall Comm::gpuCall(const CollRequest& r) const {
   call.type = r.type;
   call.op = r.op;
   call.stream = r.stream;
+  call.direct = gpu_->directCalls() && registeredBuffers(r);
   return call;
+}
+
+// Whether the buffers `r` uses on this rank lie in its registrations: the input every rank reads
+// (the root's alone in a broadcast) and the output every rank writes (the root's alone in a reduce).
+bool Comm::registeredBuffers(const CollRequest& r) {
+  const size_t es = typeSize(r.type), n = static_cast<size_t>(nranks_);
+  size_t in = r.count * es, out = r.count * es;
+  if (r.coll == algo::Coll::kAllGather) out *= n;
+  if (r.coll == algo::Coll::kReduceScatter) in *= n;
+  const bool reads = r.coll != algo::Coll::kBroadcast || r.root == rank_;
+  const bool writes = r.coll != algo::Coll::kReduce || r.root == rank_;
+  return (!reads || registrations_.covers(r.sendbuff, in)) && (!writes || registrations_.covers(r.recvbuff, out));
 }
 
 // With BRAID_TOPO_DUMP_FILE, the ranks gather their hosts' topologies and rank 0 writes them.
@@ -367,6 +380,7 @@ Status Comm::collectives(const std::vector<CollRequest>& requests) {
     if (gpu_ != nullptr) {
       calls.push_back(gpuCall(r));
       calls.back().note = gpuNote(&r);
+      if (calls.back().direct) calls.back().note.tag.kind |= exec::kDirectTagBit;
     } else {
       BRAID_RETURN_IF_ERROR(hostResult(host_->run(r)));
     }

@@ -128,7 +128,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
   Status dumpTopology();
   Status planGpu();
   Status connectGpu();
-  exec::CudaCall gpuCall(const CollRequest& request) const;
+  exec::CudaCall gpuCall(const CollRequest& request);
+  bool registeredBuffers(const CollRequest& request);
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status oneRankCall(const CollRequest& request);
   Status preMultiply(CollRequest* r, std::vector<std::vector<char>>* hostCopies,

@@ -149,15 +149,16 @@ algo::CallShape HostEngine::decide(const CollRequest& r) const {
 // waiting on this rank stops too, and report why (a connection that could not be made first).
 std::string HostEngine::describeTag(const transport::CallTag& t) {
   if (t.kind == exec::kP2pTagKind) return "send/recv";
-  if (t.kind == 0 || t.kind > static_cast<int>(algo::Coll::kNumColls)) return "an untagged call";
-  const auto coll = static_cast<algo::Coll>(t.kind - 1);
+  const int kind = t.kind & ~exec::kDirectTagBit;
+  if (kind == 0 || kind > static_cast<int>(algo::Coll::kNumColls)) return "an untagged call";
+  const auto coll = static_cast<algo::Coll>(kind - 1);
   std::string s = std::string(algo::collName(coll)) + " #" + std::to_string(t.seq) + " (" + std::to_string(t.count) +
                   " x " + typeName(static_cast<braidDataType_t>(t.type));
   if (coll == algo::Coll::kAllReduce || coll == algo::Coll::kReduce || coll == algo::Coll::kReduceScatter) {
     s += std::string(", ") + opName(static_cast<braidRedOp_t>(t.op));
   }
   if (t.root >= 0) s += ", root " + std::to_string(t.root);
-  return s + ")";
+  return s + ((t.kind & exec::kDirectTagBit) != 0 ? ", registered buffers)" : ")");
 }
 
 void HostEngine::setWatch(CallWatch* watch) {

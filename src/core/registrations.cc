@@ -52,4 +52,15 @@ Status Registrations::remove(Kind kind, const void* handle) {
   return Status::ok();
 }
 
+bool Registrations::covers(const void* p, size_t bytes) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, e] : byHandle_) {
+    if (at >= e.base && at - e.base <= e.bytes && bytes <= e.bytes - (at - e.base) &&
+        (bytes > 0 || at < e.base + e.bytes))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace braid::core

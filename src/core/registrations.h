@@ -4,8 +4,11 @@
 // registration of this communicator (never made, deregistered already, another communicator's, the
 // other kind's) is refused with an error, never dereferenced.
 //
-// Today braid keeps the record only: calls on registered buffers run as on any other buffer (through
-// the FIFOs), so a registration costs nothing and changes nothing a call does (docs/nccl-compat.md).
+// A GPU communicator whose ranks all live in one process runs a collective whose buffers are
+// registered (buffers or windows) by its direct kernel: each rank reads and writes its peers' user
+// buffers by their addresses, no FIFO between (device/direct.cuh, docs/nccl-compat.md). Elsewhere
+// calls on registered buffers run as on any other buffer. A registration maps nothing, so
+// deregistering while calls are queued is safe.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +28,8 @@ class Registrations {
   Status add(Kind kind, const void* base, size_t bytes, void** handle);
   /// Drops one reference of `handle`; the last one ends the registration.
   Status remove(Kind kind, const void* handle);
+  /// Whether [p, p + bytes) lies inside one live registration of either kind (bytes 0: p inside).
+  bool covers(const void* p, size_t bytes);
 
  private:
   struct Entry {

@@ -99,7 +99,22 @@ BRAID_HOST_DEVICE inline size_t connIndex(int channel, int connId, int peer, int
 constexpr int kMaxOneShotRanks = 8;
 constexpr int kOneShotParities = 2;
 constexpr int kMaxOneShotChannels = 64;
-constexpr size_t kOneShotHeaderBytes = (kMaxOneShotChannels + kMaxOneShotRanks) * sizeof(uint64_t);
+/// Calls on registered buffers (direct.cuh) exchange their buffers' addresses in the same regions,
+/// after the one-shot's words: one counter per CTA (direct calls so far), then a slot per (sender,
+/// CTA) that the sender fills: the call's number, its input and output, and "done" once its reads
+/// and writes of the call are over.
+constexpr int kMaxDirectCtas = kMaxOneShotChannels;
+constexpr int kDirectColls = 5;  // a direct kernel per algo::Coll
+struct DirectSlot {
+  uint64_t call;
+  uint64_t input;
+  uint64_t output;
+  uint64_t done;
+};
+constexpr size_t kDirectOffset = (kMaxOneShotChannels + kMaxOneShotRanks) * sizeof(uint64_t);
+constexpr size_t kDirectBytes =
+    kMaxDirectCtas * sizeof(uint64_t) + kMaxOneShotRanks * kMaxDirectCtas * sizeof(DirectSlot);
+constexpr size_t kOneShotHeaderBytes = kDirectOffset + kDirectBytes;
 struct OneShotArgs {
   // Each rank's region as mapped here, from this rank's own on: regions[k] is rank (rank + k) % n's.
   // The own region sits at a fixed place in the parameter, so the kernel's first load needs no rank.
@@ -247,6 +262,14 @@ int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* 
 int launchPremultiply(void* dst, const void* src, size_t n, int type, uint64_t value, const void* deviceScalar,
                       void* stream);
 
+/// Launches the direct kernel of collective `coll` (an algo::Coll; direct.cuh; all-reduce, all-gather,
+/// reduce-scatter, broadcast, reduce): `channels` CTAs (at most kMaxDirectCtas) of
+/// args.base.laneThreads threads, every peer's buffers reached by their addresses. Returns the
+/// cudaError_t of the launch.
+int launchDirectKernel(int coll, int channels, const OneShotKernelArgs& args, void* stream);
+/// The direct kernel's name ("braid_AllGather_Direct").
+const char* directKernelName(int coll);
+
 /// The pre-multiplication kernels (premul.cu), one per type, for loadKernels.
 const void* const* premultiplyKernels(int* count);
 
@@ -281,5 +304,7 @@ const KernelRef* kernelsLL();
 const KernelRef* kernelsLL128();
 /// A one-shot kernel, kind >= kAllReduceOneShot (kernels_ll.cu): of one call, or of a group's calls.
 const KernelRef& kernelOneShot(KernelKind kind, bool group);
+/// The direct kernel of a collective (kernels_simple.cu), by its algo::Coll.
+const KernelRef& kernelDirect(int coll);
 
 }  // namespace braid::device

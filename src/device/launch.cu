@@ -44,7 +44,15 @@ int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* 
   return launchWith(kernelFor(KernelKind::kSendRecv, proto), channels, 2 * args.base.laneThreads, args, stream);
 }
 
+int launchDirectKernel(int coll, int channels, const OneShotKernelArgs& args, void* stream) {
+  if (coll < 0 || coll >= kDirectColls || channels < 1 || channels > kMaxDirectCtas)
+    return static_cast<int>(cudaErrorInvalidValue);
+  return launchWith(kernelDirect(coll), channels, args.base.laneThreads, args, stream);
+}
+
 const char* kernelName(KernelKind kind, Proto proto, int nCalls) { return kernelFor(kind, proto, nCalls).name; }
+
+const char* directKernelName(int coll) { return kernelDirect(coll).name; }
 
 int loadKernels(size_t* localBytes) {
   *localBytes = 0;
@@ -63,6 +71,10 @@ int loadKernels(size_t* localBytes) {
       if (err == cudaSuccess && kind >= KernelKind::kAllReduceOneShot) err = load(kernelOneShot(kind, false));
       if (err != cudaSuccess) return static_cast<int>(err);
     }
+  }
+  for (int c = 0; c < kDirectColls; ++c) {
+    cudaError_t err = load(kernelDirect(c));
+    if (err != cudaSuccess) return static_cast<int>(err);
   }
   int premul = 0;
   const void* const* premulKernels = premultiplyKernels(&premul);

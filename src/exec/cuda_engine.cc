@@ -398,6 +398,10 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
     }
     s.oneShot.lines = s.o.oneShotBytes / device::kLlDataPerLine;
     s.oneShot.channels = s.o.oneShotChannels;
+    // Direct calls exchange buffer addresses, which mean the same only within one process.
+    s.direct = std::all_of(ids.begin(), ids.end(), [&](const transport::PeerIdentity& id) {
+      return id.pid == ids[me].pid && id.host == ids[me].host;
+    });
   }
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s.table, table.size() * sizeof(PeerConn))));
   BRAID_RETURN_IF_ERROR(copyToDevice(s.setup, s.table, table.data(), table.size() * sizeof(PeerConn),

@@ -20,6 +20,7 @@
 #include "braid/braid.h"
 #include "core/status.h"
 #include "device/device_work.h"
+#include "exec/launch_plan.h"
 #include "net/socket_address.h"
 #include "transport/device_links.h"
 #include "transport/host_fifo.h"
@@ -88,6 +89,9 @@ struct CudaCall {
   braidRedOp_t op = braidSum;
   void* stream = nullptr;  // cudaStream_t
   CallNote note;           // its tag goes to the call ledger; the rest to BRAID_TIMEOUT
+  // Every rank's buffers are registered and reached by their addresses (directCalls()): the call
+  // runs the direct kernel (device/direct.cuh) on directCtas() CTAs, not shape's algorithm.
+  bool direct = false;
 };
 
 class CudaEngine {
@@ -152,6 +156,13 @@ class CudaEngine {
 
   int channels() const;
 
+  /// Whether calls on registered buffers may run direct (CudaCall::direct): every rank lives in this
+  /// process and reaches the others' memory (the one-shot's regions are mapped).
+  bool directCalls() const;
+  /// The CTAs a direct call of `bytes` (a rank's block for all-gather and reduce-scatter, else the
+  /// buffer) runs on: the same on every rank, within the engine's channels.
+  int directCtas(size_t bytes) const;
+
  private:
   struct State;
   explicit CudaEngine(std::unique_ptr<State> state);
@@ -161,6 +172,8 @@ class CudaEngine {
   Status openLedgers(const std::vector<transport::PeerIdentity>& ids);
   Status linkLedgers(const std::vector<transport::PeerIdentity>& ids);
   Status enterLedger(const CudaCall* calls, size_t n);
+  Status launchRun(const CudaCall* calls, const algo::CallShape* shapes, const LaunchKey* keys, size_t n);
+  Status launchDirect(const CudaCall& call);
   std::unique_ptr<State> s_;
 };
 

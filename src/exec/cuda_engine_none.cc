@@ -34,5 +34,7 @@ void CudaEngine::watchSample(GpuWatchSample* out) const { *out = GpuWatchSample{
 void CudaEngine::connected() {}
 bool CudaEngine::peerAccess(int, int) { return false; }
 int CudaEngine::channels() const { return 0; }
+bool CudaEngine::directCalls() const { return false; }
+int CudaEngine::directCtas(size_t) const { return 0; }
 
 }  // namespace braid::exec

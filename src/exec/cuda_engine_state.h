@@ -75,6 +75,7 @@ struct CudaEngine::State {
   int* hostRanks = nullptr;                          // device: the geometry's levels (WorkArgs::hosts)
   int* hostStart = nullptr;                          // device
   device::OneShotArgs oneShot;
+  bool direct = false;  // every rank in this process with mapped one-shot regions: direct calls run
   // The same host's ranks compare their collectives here (exec/call_ledger.h); its block holds the
   // kernels' abort flag, registered with CUDA as mapped memory so that the kernels read it.
   CallLedger ledger;

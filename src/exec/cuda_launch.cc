@@ -193,6 +193,8 @@ Status CudaEngine::enterLedger(const CudaCall* calls, size_t n) {
   return Status::ok();
 }
 
+// The calls in order: runs of FIFO and one-shot calls as launch_plan.h cuts them; a direct call
+// launches alone, between them.
 Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
@@ -201,6 +203,7 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   std::vector<LaunchKey> keys(n);
   BRAID_RETURN_IF_ERROR(enterLedger(calls, n));
   for (size_t i = 0; i < n; ++i) {
+    if (calls[i].direct) continue;
     BRAID_RETURN_IF_ERROR(boundedShape(calls[i], &shapes[i]));
     keys[i].kernel = static_cast<int>(kernelKind(shapes[i].coll, shapes[i].algo));
     keys[i].proto = static_cast<int>(calls[i].proto);
@@ -208,7 +211,22 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
     keys[i].oneShot = shapes[i].algo == algo::Algo::kOneShot;
     keys[i].oneShotWords = (shapes[i].count * device::elemSizeOf(calls[i].type) + 7) / 8;
   }
-  for (const LaunchRange& r : planLaunches(keys, device::kMaxBatchCalls, s.o.oneShotBytes / device::kLlDataPerLine)) {
+  size_t begin = 0;
+  for (size_t i = 0; i <= n; ++i) {
+    if (i < n && !calls[i].direct) continue;
+    BRAID_RETURN_IF_ERROR(launchRun(calls + begin, shapes.data() + begin, keys.data() + begin, i - begin));
+    if (i < n) BRAID_RETURN_IF_ERROR(launchDirect(calls[i]));
+    begin = i + 1;
+  }
+  return Status::ok();
+}
+
+// Calls that are not direct, in launches as launch_plan.h cuts them.
+Status CudaEngine::launchRun(const CudaCall* calls, const algo::CallShape* shapes, const LaunchKey* keys, size_t n) {
+  State& s = *s_;
+  if (n == 0) return Status::ok();
+  const std::vector<LaunchKey> run(keys, keys + n);
+  for (const LaunchRange& r : planLaunches(run, device::kMaxBatchCalls, s.o.oneShotBytes / device::kLlDataPerLine)) {
     const CudaCall& first = calls[r.begin];
     const auto kind = static_cast<device::KernelKind>(keys[r.begin].kernel);
     const algo::CallShape& shape = shapes[r.begin];
@@ -246,6 +264,36 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
     BRAID_RETURN_IF_ERROR(joinStreams({stream}, others, s.joined));
   }
   return Status::ok();
+}
+
+bool CudaEngine::directCalls() const { return s_->direct; }
+
+int CudaEngine::directCtas(size_t bytes) const {
+  constexpr size_t kBytesPerCta = 256 * 1024;  // a CTA streams this much per call at least
+  const size_t wanted = (bytes + kBytesPerCta - 1) / kBytesPerCta;
+  const size_t most = static_cast<size_t>(std::min(s_->o.channels, device::kMaxDirectCtas));
+  return static_cast<int>(std::max<size_t>(1, std::min(wanted, most)));
+}
+
+// A direct call (device/direct.cuh): the one-shot's regions carry the buffers' addresses.
+Status CudaEngine::launchDirect(const CudaCall& call) {
+  State& s = *s_;
+  if (!s.direct) return internalError("a direct call on a communicator whose ranks do not all share this process");
+  const size_t es = device::elemSizeOf(call.type);
+  algo::CallShape shape = call.shape;
+  shape.algo = algo::Algo::kOneShot;  // one lane, every thread
+  shape.nChannels = directCtas(shape.count * es);
+  device::OneShotKernelArgs k;
+  k.base = kernelArgs(shape, device::Proto::kSimple);
+  k.call = callArgs(shape, call.input, call.output, call.type, call.op);
+  char range[160];
+  std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d",
+                device::directKernelName(static_cast<int>(shape.coll)), shortType(call.type), shortOp(call.op),
+                shape.count, shape.nChannels);
+  s.noteLaunch(&k.base, call.note, range);
+  return launch(call.stream, range, [&] {
+    return device::launchDirectKernel(static_cast<int>(shape.coll), shape.nChannels, k, call.stream);
+  });
 }
 
 Status CudaEngine::copy(void* dst, const void* src, size_t bytes, void* stream) {

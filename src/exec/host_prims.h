@@ -43,6 +43,9 @@ struct CallProgress {
 
 /// The tag kind of send/recv slots (collectives: 1 + their algo::Coll).
 constexpr uint8_t kP2pTagKind = 0xff;
+/// Set in a GPU collective's tag kind when it runs direct on registered buffers: the call ledger
+/// then finds a rank whose buffers are registered beside one whose are not (mismatched calls).
+constexpr uint8_t kDirectTagBit = 0x40;
 
 /// What one call's programs on one rank share.
 struct HostCall {

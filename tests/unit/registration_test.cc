@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/registrations.h"
 #include "thread_ranks.h"
 
 namespace {
@@ -114,6 +115,32 @@ TEST(Registration, CallsOnARegisteredSubRangeAreCorrect) {
       ASSERT_EQ(buf[r][i], want) << "rank " << r << " element " << i;
     }
   }
+}
+
+// What a direct call asks of a registration (core/registrations.h): the whole range inside one live
+// registration of either kind, the ends included, nothing past them; gone with the last reference.
+TEST(Registration, CoversOnlyRangesInsideOneLiveRegistration) {
+  braid::core::Registrations regs;
+  std::vector<char> mem(1024, 0);
+  char* a = mem.data() + 256;  // registered [256, 512) and, as a window, [640, 896) of mem
+  char* b = mem.data() + 640;
+  void* ha = nullptr;
+  void* hb = nullptr;
+  ASSERT_TRUE(regs.add(braid::core::Registrations::Kind::kBuffer, a, 256, &ha).isOk());
+  ASSERT_TRUE(regs.add(braid::core::Registrations::Kind::kWindow, b, 256, &hb).isOk());
+  EXPECT_TRUE(regs.covers(a, 256));
+  EXPECT_TRUE(regs.covers(a + 100, 156));
+  EXPECT_TRUE(regs.covers(a + 255, 1));
+  EXPECT_TRUE(regs.covers(a + 10, 0));
+  EXPECT_FALSE(regs.covers(a + 100, 157)) << "one byte past the end";
+  EXPECT_FALSE(regs.covers(a - 1, 2)) << "one byte before the start";
+  EXPECT_FALSE(regs.covers(a + 256, 0)) << "the end itself";
+  EXPECT_TRUE(regs.covers(b + 1, 255)) << "a window counts";
+  EXPECT_FALSE(regs.covers(a + 200, 500)) << "a range across two registrations is in neither";
+  EXPECT_FALSE(regs.covers(nullptr, 8));
+  ASSERT_TRUE(regs.remove(braid::core::Registrations::Kind::kBuffer, ha).isOk());
+  EXPECT_FALSE(regs.covers(a, 1)) << "deregistered";
+  EXPECT_TRUE(regs.covers(b, 1));
 }
 
 }  // namespace
