@@ -133,6 +133,7 @@ enum class WaitWhat : int32_t {
   kSlotFree = 2,     // a send slot's head: the receiver has not consumed it
   kLines = 3,        // LL / LL128 lines carrying the step's flag
   kPeerStarted = 4,  // one-shot: the peer's "call started" word
+  kPeerDone = 5,     // direct call: the peer's "done" with its reads and writes of the call
 };
 struct LaneWait {
   uint64_t launch = 0;  // the kernel's launch number (KernelArgs::launch)

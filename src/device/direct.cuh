@@ -161,9 +161,9 @@ __device__ void directCall(const OneShotKernelArgs& k) {
   if (t >= 1 && t < n) {
     const int q = (me + t) % n;
     storeVolatile64(&directSlot(o.regions[t], me, c)->done, call1);
-    if (!waitAtLeast(&directSlot(o.regions[0], q, c)->done, call1, true, a.abortFlag, wait, a.launch,
-                     WaitWhat::kPeerStarted, q))
-      aborted = 1;
+    // (An abort ends the wait; the communicator is unusable from here on.)
+    waitAtLeast(&directSlot(o.regions[0], q, c)->done, call1, true, a.abortFlag, wait, a.launch, WaitWhat::kPeerDone,
+                q);
   }
   __syncthreads();
   if (t == 0) storeVolatile64(directCalls(o.regions[0]) + c, call1);

@@ -25,6 +25,7 @@ const char* waitName(int32_t what) {
     case device::WaitWhat::kSlotFree: return "to free a send slot";
     case device::WaitWhat::kLines: return "for its lines";
     case device::WaitWhat::kPeerStarted: return "to start the call";
+    case device::WaitWhat::kPeerDone: return "to finish its reads and writes of the call";
     default: return "";
   }
 }

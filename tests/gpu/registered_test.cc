@@ -170,17 +170,24 @@ std::string runAll(World& w, Registered& b, const Call& c) {
   return braidGroupEnd() == braidSuccess ? std::string() : braidGetLastError();
 }
 
-class GpuRegistered : public ::testing::TestWithParam<int> {};
+// A world of GetParam() thread ranks, all of this process (else the test skips).
+class GpuRegistered : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+    WorldOptions o;
+    o.nranks = GetParam();
+    w_ = std::make_unique<World>(o);
+    ASSERT_EQ(w_->error, "");
+    for (int r = 0; r < w_->size(); ++r) {
+      if (!w_->local(r)) GTEST_SKIP() << "thread ranks of one process only";
+    }
+  }
+  std::unique_ptr<World> w_;
+};
 
 TEST_P(GpuRegistered, EveryCollectiveMatchesTheReference) {
-  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
-  WorldOptions o;
-  o.nranks = GetParam();
-  World w(o);
-  ASSERT_EQ(w.error, "");
-  for (int r = 0; r < w.size(); ++r) {
-    if (!w.local(r)) GTEST_SKIP() << "thread ranks of one process only";
-  }
+  World& w = *w_;
   const size_t counts[] = {1, 7, 1023, (size_t{1} << 20) + 3};
   Registered b(w, counts[3]);
   const int n = w.size();
@@ -204,14 +211,7 @@ TEST_P(GpuRegistered, EveryCollectiveMatchesTheReference) {
 // Graphs of a direct all-reduce on every rank, replayed three times, the inputs rewritten between
 // replays: each replay reads the current inputs (the addresses travel as the kernels run).
 TEST_P(GpuRegistered, GraphsReplayWithNewInputs) {
-  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
-  WorldOptions o;
-  o.nranks = GetParam();
-  World w(o);
-  ASSERT_EQ(w.error, "");
-  for (int r = 0; r < w.size(); ++r) {
-    if (!w.local(r)) GTEST_SKIP() << "thread ranks of one process only";
-  }
+  World& w = *w_;
   const int n = w.size();
   const Call c{Coll::kAllReduce, (size_t{1} << 18) + 5, false, braidSum};
   Registered b(w, c.count);
