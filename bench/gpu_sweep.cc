@@ -199,7 +199,9 @@ int runGpuRanks(const Options& o, const braidUniqueId* id, int firstRank, int n,
           notes.push_back("config: algorithm " + (o.algorithm.empty() ? "(library's choice)" : o.algorithm) +
                           ", protocol " + (o.protocol.empty() ? "(library's choice)" : o.protocol) + ", CTAs " +
                           (o.ctas > 0 ? std::to_string(o.ctas) : "(library's choice)") +
-                          (o.registered ? "; braid's buffers registered (braidCommRegister)" : ""));
+                          (o.registered == 1   ? "; braid's buffers registered (braidCommRegister)"
+                           : o.registered == 2 ? "; braid's buffers registered as windows (braidCommWindowRegister)"
+                                               : ""));
           if (api != nullptr) {
             notes.push_back("NCCL " + versionString(api->version) + " (" + api->path +
                             "); ratio = braid busbw / NCCL busbw, out of place (above 1: braid is faster)");

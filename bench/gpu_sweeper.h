@@ -103,19 +103,42 @@ class Sweeper {
   }
 
   // -R 1: each rank's send and receive buffers registered with its braid communicator (they end
-  // with it).
+  // with it); -R 2: as windows, each rank on a thread of its own (across processes registering a
+  // window is a collective).
   Error registerBuffers() {
-    if (!o_.registered) return "";
+    if (o_.registered == 0) return "";
     const size_t maxCount = countFor(o_.coll, o_.maxBytes, es_, n_);
     const size_t inBytes = inElems(o_.coll, maxCount, n_) * es_, outBytes = outElems(o_.coll, maxCount, n_) * es_;
-    for (GpuRank& g : ranks_) {
-      void* handle = nullptr;
-      PERF_TRY(braidCheck(braidCommRegister(g.comm, g.send, std::max<size_t>(inBytes, 256), &handle),
-                          "braidCommRegister (send buffer)"));
-      PERF_TRY(
-          braidCheck(braidCommRegister(g.comm, g.recv, std::max<size_t>(std::max(inBytes, outBytes), 256), &handle),
-                     "braidCommRegister (receive buffer)"));
+    const size_t sendBytes = std::max<size_t>(inBytes, 256),
+                 recvBytes = std::max<size_t>(std::max(inBytes, outBytes), 256);
+    if (o_.registered == 1) {
+      for (GpuRank& g : ranks_) {
+        void* handle = nullptr;
+        PERF_TRY(braidCheck(braidCommRegister(g.comm, g.send, sendBytes, &handle), "braidCommRegister (send buffer)"));
+        PERF_TRY(
+            braidCheck(braidCommRegister(g.comm, g.recv, recvBytes, &handle), "braidCommRegister (receive buffer)"));
+      }
+      return "";
     }
+    std::vector<Error> errors(ranks_.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      threads.emplace_back([&, i] {
+        GpuRank& g = ranks_[i];
+        braidWindow_t win = nullptr;
+        if (cudaSetDevice(g.device) != cudaSuccess) {
+          errors[i] = "cudaSetDevice";
+          return;
+        }
+        errors[i] = braidCheck(braidCommWindowRegister(g.comm, g.send, sendBytes, &win, 0),
+                               "braidCommWindowRegister (send buffer)");
+        if (errors[i].empty())
+          errors[i] = braidCheck(braidCommWindowRegister(g.comm, g.recv, recvBytes, &win, 0),
+                                 "braidCommWindowRegister (receive buffer)");
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (const Error& e : errors) PERF_TRY(e);
     return "";
   }
 

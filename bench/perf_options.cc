@@ -29,7 +29,8 @@ const char* kUsage =
     "  -P protos  allowed protocols (config->protocol): simple, ll, a list, ^ excludes\n"
     "  -m n       pin the CTA count: config->minCTAs = maxCTAs = n (0: the library chooses)\n"
     "  -G 0|1     time the iterations captured into one CUDA graph (0: eager calls)\n"
-    "  -R 0|1     register the send and receive buffers with braidCommRegister (braid only)\n"
+    "  -R 0|1|2   register the send and receive buffers: 1 with braidCommRegister, 2 as windows\n"
+    "             (braidCommWindowRegister, which reach ranks of other processes of the host) (braid only)\n"
     "  --compare nccl   run every row through NCCL too (loaded with dlopen) and print the ratio\n"
     "  --nccl-lib path  the NCCL library to load (libnccl.so.2)\n"
     "  --agg n          issue n calls per iteration in one group (nccl-tests' -m); times are per call\n"
@@ -132,7 +133,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
       case 'P': o->protocol = v; break;
       case 'm': ok = parseInt(v, 0, 64, &o->ctas); break;
       case 'G': ok = parseInt(v, 0, 1, &n), o->graph = n == 1; break;
-      case 'R': ok = parseInt(v, 0, 1, &n), o->registered = n == 1; break;
+      case 'R': ok = parseInt(v, 0, 2, &n), o->registered = n; break;
       default: ok = false;
     }
     if (!ok) {

@@ -34,7 +34,7 @@ struct Options {
   std::string protocol;                 // -P: config->protocol (GPU only; empty: the library chooses)
   int ctas = 0;                         // -m: config->minCTAs = maxCTAs (GPU only; 0: the library chooses)
   bool graph = false;                   // -G 1: time the iterations as one CUDA graph launch (GPU only)
-  bool registered = false;              // -R 1: braidCommRegister the buffers (nccl-tests' -R; GPU only)
+  int registered = 0;                   // -R: 1 braidCommRegister the buffers, 2 windows (nccl-tests' -R; GPU only)
   bool compareNccl = false;             // --compare nccl: the same rows through NCCL too (GPU only)
   int agg = 1;                          // --agg: calls per iteration, issued in one group (GPU only)
   int hosts = 0;                        // --hosts: pretended hosts the ranks are split into (0: none)

@@ -267,7 +267,7 @@ braidResult_t braidCommWindowRegister(braidComm_t comm, void* buff, size_t size,
                                     " has bits other than BRAID_WIN_COLL_SYMMETRIC (NCCL_WIN_COLL_SYMMETRIC)");
     }
     void* handle = nullptr;
-    BRAID_RETURN_IF_ERROR(c->registrations().add(core::Registrations::Kind::kWindow, buff, size, &handle));
+    BRAID_RETURN_IF_ERROR(c->registerWindow(buff, size, &handle).withContext("rank " + std::to_string(c->rank())));
     *win = static_cast<braidWindow_t>(handle);
     return Status::ok();
   });
@@ -278,9 +278,7 @@ braidResult_t braidCommWindowDeregister(braidComm_t comm, braidWindow_t win) {
     std::shared_ptr<core::Comm> c;
     BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
     BRAID_RETURN_IF_ERROR(api::checkNotNull(win, "win"));
-    return c->registrations()
-        .remove(core::Registrations::Kind::kWindow, win)
-        .withContext("rank " + std::to_string(c->rank()));
+    return c->deregisterWindow(win).withContext("rank " + std::to_string(c->rank()));
   });
 }
 

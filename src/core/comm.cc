@@ -282,20 +282,26 @@ exec::CudaCall Comm::gpuCall(const CollRequest& r) {
   call.type = r.type;
   call.op = r.op;
   call.stream = r.stream;
-  call.direct = gpu_->directCalls() && registeredBuffers(r);
+  call.direct = gpu_->directCalls() && directBuffers(r, &call);
   return call;
 }
 
-// Whether the buffers `r` uses on this rank lie in its registrations: the input every rank reads
-// (the root's alone in a broadcast) and the output every rank writes (the root's alone in a reduce).
-bool Comm::registeredBuffers(const CollRequest& r) {
+// Whether the buffers `r` uses on this rank let the call run direct: the input every rank reads
+// (the root's alone in a broadcast) and the output every rank writes (the root's alone in a reduce)
+// lie in its registrations; across processes, in exported windows (comm_windows.cc), and `call`
+// gets where each peer sees them.
+bool Comm::directBuffers(const CollRequest& r, exec::CudaCall* call) {
   const size_t es = typeSize(r.type), n = static_cast<size_t>(nranks_);
   size_t in = r.count * es, out = r.count * es;
   if (r.coll == algo::Coll::kAllGather) out *= n;
   if (r.coll == algo::Coll::kReduceScatter) in *= n;
   const bool reads = r.coll != algo::Coll::kBroadcast || r.root == rank_;
   const bool writes = r.coll != algo::Coll::kReduce || r.root == rank_;
-  return (!reads || registrations_.covers(r.sendbuff, in)) && (!writes || registrations_.covers(r.recvbuff, out));
+  const bool across = gpu_->windowsAcrossProcesses();
+  auto lies = [&](const void* p, size_t bytes, int64_t* shifts) {
+    return across ? windowShifts(p, bytes, shifts) : registrations_.covers(p, bytes);
+  };
+  return (!reads || lies(r.sendbuff, in, call->inputShift)) && (!writes || lies(r.recvbuff, out, call->outputShift));
 }
 
 // With BRAID_TOPO_DUMP_FILE, the ranks gather their hosts' topologies and rank 0 writes them.

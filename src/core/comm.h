@@ -106,6 +106,12 @@ class Comm : public std::enable_shared_from_this<Comm> {
 
   /// braidCommRegister / braidCommWindowRegister: this communicator's registered buffers.
   Registrations& registrations() { return registrations_; }
+  /// braidCommWindowRegister / Deregister. Where direct calls run across the processes of this host
+  /// (CudaEngine::windowsAcrossProcesses) each is a collective: the window is exported to every
+  /// other process, or, if any rank's memory cannot be, kept to the FIFOs on every rank
+  /// (comm_windows.cc).
+  Status registerWindow(void* buff, size_t size, void** handle);
+  Status deregisterWindow(void* handle);
 
   /// A copy of `bytes` at `src` that a call reads after its own output has overwritten `src` (an
   /// in-place all-to-all): on host memory made now; on a GPU made on `stream` in scratch that is
@@ -129,7 +135,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
   Status planGpu();
   Status connectGpu();
   exec::CudaCall gpuCall(const CollRequest& request);
-  bool registeredBuffers(const CollRequest& request);
+  bool directBuffers(const CollRequest& request, exec::CudaCall* call);
+  bool windowShifts(const void* p, size_t bytes, int64_t* shifts);
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status oneRankCall(const CollRequest& request);
   Status preMultiply(CollRequest* r, std::vector<std::vector<char>>* hostCopies,
@@ -176,6 +183,14 @@ class Comm : public std::enable_shared_from_this<Comm> {
   mutable std::mutex opsMu_;
   std::map<int, PreMulOp> ops_;
   Registrations registrations_;
+  // Windows exported across processes, by handle: one export per registration of the handle (the
+  // offers, to close the mappings; shift[q]: where rank q sees the window, less where it is here).
+  struct WindowExport {
+    std::vector<exec::WindowOffer> offers;
+    std::vector<int64_t> shift;
+  };
+  std::mutex windowsMu_;
+  std::map<const void*, std::vector<WindowExport>> windows_;
   int nextOp_ = braidNumOps;
   // A GPU communicator's calls and collectives queued (each launch notes its call: its tag goes to
   // the call ledger, the rest to BRAID_TIMEOUT's watchdog), and the peers' watch listeners until the engine exists

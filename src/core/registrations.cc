@@ -52,15 +52,31 @@ Status Registrations::remove(Kind kind, const void* handle) {
   return Status::ok();
 }
 
-bool Registrations::covers(const void* p, size_t bytes) {
+const Registrations::Entry* Registrations::find(const void* p, size_t bytes, bool windowsOnly, uintptr_t* key) {
   const auto at = reinterpret_cast<uintptr_t>(p);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [key, e] : byHandle_) {
+  for (const auto& [k, e] : byHandle_) {
+    if (windowsOnly && e.kind != Kind::kWindow) continue;
     if (at >= e.base && at - e.base <= e.bytes && bytes <= e.bytes - (at - e.base) &&
-        (bytes > 0 || at < e.base + e.bytes))
-      return true;
+        (bytes > 0 || at < e.base + e.bytes)) {
+      *key = k;
+      return &e;
+    }
   }
-  return false;
+  return nullptr;
+}
+
+bool Registrations::covers(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uintptr_t key = 0;
+  return find(p, bytes, false, &key) != nullptr;
+}
+
+bool Registrations::inWindow(const void* p, size_t bytes, void** handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uintptr_t key = 0;
+  if (find(p, bytes, true, &key) == nullptr) return false;
+  *handle = toHandle(key);
+  return true;
 }
 
 }  // namespace braid::core

@@ -211,6 +211,17 @@ struct OneShotKernelArgs {
   CallArgs call;
 };
 
+/// The parameter of a direct kernel (direct.cuh): a one-shot call, plus where each rank sees this
+/// rank's input and output, in the regions' order (k: rank (rank + k) % nranks; k = 0 is this rank).
+/// Within one process every rank sees the same addresses; across processes a rank sees them where
+/// its CUDA IPC mapping of the window holding them lies (core/registrations.h).
+struct DirectKernelArgs {
+  KernelArgs base;
+  CallArgs call;
+  uint64_t input[kMaxOneShotRanks];
+  uint64_t output[kMaxOneShotRanks];
+};
+
 /// Most sends (and most receives) one send/recv kernel carries: a group's messages travel in the
 /// kernel's parameter, like a batch of collectives.
 constexpr int kMaxP2pOps = 32;
@@ -267,7 +278,7 @@ int launchPremultiply(void* dst, const void* src, size_t n, int type, uint64_t v
 /// reduce-scatter, broadcast, reduce): `channels` CTAs (at most kMaxDirectCtas) of
 /// args.base.laneThreads threads, every peer's buffers reached by their addresses. Returns the
 /// cudaError_t of the launch.
-int launchDirectKernel(int coll, int channels, const OneShotKernelArgs& args, void* stream);
+int launchDirectKernel(int coll, int channels, const DirectKernelArgs& args, void* stream);
 /// The direct kernel's name ("braid_AllGather_Direct").
 const char* directKernelName(int coll);
 

@@ -1,12 +1,14 @@
-// Direct calls: collectives whose buffers every rank registered (braidCommRegister) on a
-// communicator whose ranks all live in this process, so that each rank's kernel reaches every
-// peer's input and output by its address. No FIFO, no staging: the bytes go from the input that
+// Direct calls: collectives whose buffers every rank registered (braidCommRegister, or windows
+// across the processes of one host) so that each rank's kernel reaches every peer's input and
+// output by its address. No FIFO, no staging: the bytes go from the input that
 // holds them to every output that needs them.
 //
 // CTA c of every rank handles the same part of the call (the same CTA count on every rank: the
 // engine derives it from the call alone). It
 //   1. announces its call (the rank's direct call number, from 1, kept per CTA in its own region)
-//      with its input and output in slot (this rank, c) of every peer's region, and waits for each
+//      with its input and output, at the addresses where that peer sees them (the same within one
+//      process; across processes the peer's mapping of this rank's window, DirectKernelArgs), in
+//      slot (this rank, c) of every peer's region, and waits for each
 //      peer's slot (peer, c) of its own region to name the same call: then every peer's kernel has
 //      begun, so whatever its stream ran before the call (the writes of the input, the last reads
 //      of the output) is over;
@@ -80,7 +82,7 @@ __device__ __forceinline__ void directMove(const char* const* srcs, int n, char*
 }
 
 template <algo::Coll C>
-__device__ void directCall(const OneShotKernelArgs& k) {
+__device__ void directCall(const DirectKernelArgs& k) {
   KernelMark mark(k.base);
   const KernelArgs& a = k.base;
   const CallArgs& call = k.call;
@@ -103,8 +105,8 @@ __device__ void directCall(const OneShotKernelArgs& k) {
   if (t >= 1 && t < n) {
     const int q = (me + t) % n;
     DirectSlot* theirs = directSlot(o.regions[t], me, c);
-    storeVolatile64(&theirs->input, reinterpret_cast<uint64_t>(call.input));
-    storeVolatile64(&theirs->output, reinterpret_cast<uint64_t>(call.output));
+    storeVolatile64(&theirs->input, k.input[t]);  // as rank q sees them
+    storeVolatile64(&theirs->output, k.output[t]);
     __threadfence_system();
     storeVolatile64(&theirs->call, call1);
     DirectSlot* mine = directSlot(o.regions[0], q, c);

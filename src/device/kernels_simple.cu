@@ -6,11 +6,11 @@
 
 namespace braid::device {
 
-// The direct kernels (direct.cuh): registered buffers of ranks in one process, no FIFO.
-#define BRAID_DIRECT_KERNEL(coll, name)                                    \
-  __global__ void __launch_bounds__(kMaxBlockThreads / 2)                  \
-      braid_##name##_Direct(const __grid_constant__ OneShotKernelArgs a) { \
-    directCall<algo::Coll::coll>(a);                                       \
+// The direct kernels (direct.cuh): registered buffers reached by their addresses, no FIFO.
+#define BRAID_DIRECT_KERNEL(coll, name)                                   \
+  __global__ void __launch_bounds__(kMaxBlockThreads / 2)                 \
+      braid_##name##_Direct(const __grid_constant__ DirectKernelArgs a) { \
+    directCall<algo::Coll::coll>(a);                                      \
   }
 BRAID_DIRECT_KERNEL(kAllReduce, AllReduce)
 BRAID_DIRECT_KERNEL(kBroadcast, Broadcast)

@@ -44,7 +44,7 @@ int launchP2pKernel(Proto proto, int channels, const P2pKernelArgs& args, void* 
   return launchWith(kernelFor(KernelKind::kSendRecv, proto), channels, 2 * args.base.laneThreads, args, stream);
 }
 
-int launchDirectKernel(int coll, int channels, const OneShotKernelArgs& args, void* stream) {
+int launchDirectKernel(int coll, int channels, const DirectKernelArgs& args, void* stream) {
   if (coll < 0 || coll >= kDirectColls || channels < 1 || channels > kMaxDirectCtas)
     return static_cast<int>(cudaErrorInvalidValue);
   return launchWith(kernelDirect(coll), channels, args.base.laneThreads, args, stream);

@@ -398,11 +398,18 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
     }
     s.oneShot.lines = s.o.oneShotBytes / device::kLlDataPerLine;
     s.oneShot.channels = s.o.oneShotChannels;
-    // Direct calls exchange buffer addresses, which mean the same only within one process.
-    s.direct = std::all_of(ids.begin(), ids.end(), [&](const transport::PeerIdentity& id) {
+    // Direct calls exchange buffer addresses, which mean the same only within one process; across
+    // the processes of this host, a window's address where each process maps it (cuda_windows.cc).
+    const bool oneProcess = std::all_of(ids.begin(), ids.end(), [&](const transport::PeerIdentity& id) {
       return id.pid == ids[me].pid && id.host == ids[me].host;
     });
+    const bool oneHostByIpc = !s.o.hostMemory && std::all_of(ids.begin(), ids.end(), [&](const auto& id) {
+      return id.host == ids[me].host && id.noP2p == 0;
+    });
+    s.direct = oneProcess || oneHostByIpc;
+    s.windowsAcrossProcesses = !oneProcess && oneHostByIpc;
   }
+  s.identities = ids;
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s.table, table.size() * sizeof(PeerConn))));
   BRAID_RETURN_IF_ERROR(copyToDevice(s.setup, s.table, table.data(), table.size() * sizeof(PeerConn),
                                      "cudaMemcpyAsync (connection table)"));

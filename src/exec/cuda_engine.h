@@ -92,6 +92,21 @@ struct CudaCall {
   // Every rank's buffers are registered and reached by their addresses (directCalls()): the call
   // runs the direct kernel (device/direct.cuh) on directCtas() CTAs, not shape's algorithm.
   bool direct = false;
+  // Direct across processes: what each rank, in the one-shot regions' order (k: rank (rank + k) %
+  // nranks), adds to this rank's input and output addresses to reach them (its mapping of the
+  // window holding them; 0 within one process).
+  int64_t inputShift[device::kMaxOneShotRanks] = {};
+  int64_t outputShift[device::kMaxOneShotRanks] = {};
+};
+
+/// A window as offered to the other processes of its host (CudaEngine::offerWindow), in the
+/// bootstrap's all-gather: the CUDA IPC handle of the allocation holding it.
+struct WindowOffer {
+  unsigned char ipc[64] = {0};  // cudaIpcMemHandle_t
+  uint64_t allocation = 0;      // the allocation's first byte, in the offering process
+  uint64_t base = 0;            // the window's first byte, in the offering process
+  int32_t ok = 0;               // 0: the memory has no IPC handle (not cudaMalloc's, say)
+  int32_t pad = 0;
 };
 
 class CudaEngine {
@@ -156,9 +171,21 @@ class CudaEngine {
 
   int channels() const;
 
-  /// Whether calls on registered buffers may run direct (CudaCall::direct): every rank lives in this
-  /// process and reaches the others' memory (the one-shot's regions are mapped).
+  /// Whether calls on registered buffers may run direct (CudaCall::direct): every rank reaches the
+  /// others' memory (the one-shot's regions are mapped) and lives in this process, or, with
+  /// windowsAcrossProcesses(), on this host.
   bool directCalls() const;
+  /// Some ranks live in other processes of this host, every one reached by peer pointers or CUDA
+  /// IPC: direct calls run on windows alone, each exported when it is registered (a collective:
+  /// offerWindow, the bootstrap's all-gather, openWindow).
+  bool windowsAcrossProcesses() const;
+  /// This rank's window at `base` as the other processes can map it.
+  Status offerWindow(const void* base, WindowOffer* out) const;
+  /// Maps the windows of `offers` (one per rank) that other processes offer; `*seenAt` gets, per
+  /// rank, where its window starts in this process. A failure maps nothing.
+  Status openWindow(const std::vector<WindowOffer>& offers, std::vector<uint64_t>* seenAt);
+  /// Ends openWindow's mappings once the calls this rank queued so far are over.
+  Status closeWindow(const std::vector<WindowOffer>& offers);
   /// The CTAs a direct call of `bytes` (a rank's block for all-gather and reduce-scatter, else the
   /// buffer) runs on: the same on every rank, within the engine's channels.
   int directCtas(size_t bytes) const;

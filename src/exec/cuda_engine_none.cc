@@ -35,6 +35,12 @@ void CudaEngine::connected() {}
 bool CudaEngine::peerAccess(int, int) { return false; }
 int CudaEngine::channels() const { return 0; }
 bool CudaEngine::directCalls() const { return false; }
+bool CudaEngine::windowsAcrossProcesses() const { return false; }
+Status CudaEngine::offerWindow(const void*, WindowOffer*) const { return invalidUsage("no CUDA support"); }
+Status CudaEngine::openWindow(const std::vector<WindowOffer>&, std::vector<uint64_t>*) {
+  return invalidUsage("no CUDA support");
+}
+Status CudaEngine::closeWindow(const std::vector<WindowOffer>&) { return invalidUsage("no CUDA support"); }
 int CudaEngine::directCtas(size_t) const { return 0; }
 
 }  // namespace braid::exec

@@ -75,7 +75,11 @@ struct CudaEngine::State {
   int* hostRanks = nullptr;                          // device: the geometry's levels (WorkArgs::hosts)
   int* hostStart = nullptr;                          // device
   device::OneShotArgs oneShot;
-  bool direct = false;  // every rank in this process with mapped one-shot regions: direct calls run
+  // Mapped one-shot regions and every rank in this process, or on this host reached by peer
+  // pointers or CUDA IPC (windowsAcrossProcesses: direct calls on windows only, cuda_windows.cc).
+  bool direct = false;
+  bool windowsAcrossProcesses = false;
+  std::vector<transport::PeerIdentity> identities;  // every rank's, from connect
   // The same host's ranks compare their collectives here (exec/call_ledger.h); its block holds the
   // kernels' abort flag, registered with CUDA as mapped memory so that the kernels read it.
   CallLedger ledger;

@@ -278,14 +278,18 @@ int CudaEngine::directCtas(size_t bytes) const {
 // A direct call (device/direct.cuh): the one-shot's regions carry the buffers' addresses.
 Status CudaEngine::launchDirect(const CudaCall& call) {
   State& s = *s_;
-  if (!s.direct) return internalError("a direct call on a communicator whose ranks do not all share this process");
+  if (!s.direct) return internalError("a direct call on a communicator whose ranks do not reach each other's memory");
   const size_t es = device::elemSizeOf(call.type);
   algo::CallShape shape = call.shape;
   shape.algo = algo::Algo::kOneShot;  // one lane, every thread
   shape.nChannels = directCtas(shape.count * es);
-  device::OneShotKernelArgs k;
+  device::DirectKernelArgs k;
   k.base = kernelArgs(shape, device::Proto::kSimple);
   k.call = callArgs(shape, call.input, call.output, call.type, call.op);
+  for (int q = 0; q < device::kMaxOneShotRanks; ++q) {
+    k.input[q] = reinterpret_cast<uint64_t>(call.input) + static_cast<uint64_t>(call.inputShift[q]);
+    k.output[q] = reinterpret_cast<uint64_t>(call.output) + static_cast<uint64_t>(call.outputShift[q]);
+  }
   char range[160];
   std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d",
                 device::directKernelName(static_cast<int>(shape.coll)), shortType(call.type), shortOp(call.op),

@@ -10,7 +10,8 @@
 # copy i with BRAID_HOSTID=braid-gpu-test-host-i and BRAID_TEST_HOSTS=i:COPIES:DIR, so that each
 # world's ranks are split between them and reach each other over the network (gpu_world.h). With
 # --processes: the same split, but the copies are processes of one host (no BRAID_HOSTID).
-# With EXPECT_LOG set, each copy that ran a case must have logged a line matching that regex.
+# With EXPECT_LOG set, each copy that ran a case must have logged a line matching that regex; with
+# REJECT_LOG set, no copy may have logged a line matching it.
 # FIRST_COPY_ENV (e.g. "BRAID_NET_GDR=0"): variables for copy 0 alone (hosts that differ), with
 # --hosts only; NAME=VALUE words split at spaces, so no value may hold a space or a wildcard. The
 # copies' logs are kept (and their folder named) when one fails, or with KEEP_LOGS set.
@@ -50,6 +51,11 @@ for pid in $pids; do
   grep -E 'Failure|is .*, expected|FAILED|WARN' "$log" | head -20
   if [ -n "${EXPECT_LOG:-}" ] && grep -q '^\[       OK \]' "$log" && ! grep -qE "$EXPECT_LOG" "$log"; then
     echo "copy $i's log has no line matching '$EXPECT_LOG'"
+    status=1
+  fi
+  if [ -n "${REJECT_LOG:-}" ] && grep -qE "$REJECT_LOG" "$log"; then
+    echo "copy $i's log has a line matching '$REJECT_LOG':"
+    grep -E -m3 "$REJECT_LOG" "$log"
     status=1
   fi
   i=$((i + 1))

@@ -15,31 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "direct_calls.h"
 #include "gpu_world.h"
 
 namespace braid::gputest {
 namespace {
 
-enum class Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce };
-
-const char* collName(Coll c) {
-  static const char* names[] = {"all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce"};
-  return names[static_cast<int>(c)];
-}
-
-// Rank r's input element i: small integers, so that every sum is exact in any order.
-float x(int r, size_t i) { return static_cast<float>(static_cast<int>((i * 7 + r * 3) % 11) - 5); }
-
-struct Call {
-  Coll coll;
-  size_t count;  // per rank's block for all-gather and reduce-scatter
-  bool inPlace;
-  braidRedOp_t op = braidSum;
-  int root = 0;
-};
-
 // Each rank's registered input and output, big enough for every call of the test.
-class Registered {
+class Registered : public RankBuffers {
  public:
   Registered(World& w, size_t maxCount) : w_(w) {
     const size_t bytes = maxCount * w.size() * sizeof(float);
@@ -54,14 +37,14 @@ class Registered {
     }
     bytes_ = bytes;
   }
-  ~Registered() {
+  ~Registered() override {
     for (int r = 0; r < w_.size(); ++r) {
       for (void* h : handles_[r]) EXPECT_EQ(braidCommDeregister(w_.comms[r], h), braidSuccess);
     }
   }
-  float* in(int r) { return static_cast<float*>(in_[r]->ptr); }
-  float* out(int r) { return static_cast<float*>(out_[r]->ptr); }
-  size_t bytes() const { return bytes_; }
+  float* in(int r) override { return static_cast<float*>(in_[r]->ptr); }
+  float* out(int r) override { return static_cast<float*>(out_[r]->ptr); }
+  size_t bytes() const override { return bytes_; }
 
  private:
   World& w_;
@@ -69,106 +52,6 @@ class Registered {
   std::vector<std::vector<void*>> handles_;
   size_t bytes_ = 0;
 };
-
-// Where rank r's call reads and writes, in place or not (NCCL's in-place layouts).
-void buffersOf(Registered& b, const Call& c, int r, const float** in, float** out) {
-  *out = b.out(r);
-  *in = b.in(r);
-  if (!c.inPlace) return;
-  if (c.coll == Coll::kAllGather) {
-    *in = b.out(r) + r * c.count;
-  } else if (c.coll == Coll::kReduceScatter) {
-    *in = b.in(r);
-    *out = b.in(r) + r * c.count;
-  } else {
-    *in = b.out(r);
-  }
-}
-
-size_t inputElems(const Call& c, int n) { return c.coll == Coll::kReduceScatter ? c.count * n : c.count; }
-
-braidResult_t issue(World& w, int r, const Call& c, const float* in, float* out) {
-  braidComm_t comm = w.comms[r];
-  braidStream_t s = reinterpret_cast<braidStream_t>(w.streams[r]);
-  switch (c.coll) {
-    case Coll::kAllReduce: return braidAllReduce(in, out, c.count, braidFloat32, c.op, comm, s);
-    case Coll::kAllGather: return braidAllGather(in, out, c.count, braidFloat32, comm, s);
-    case Coll::kReduceScatter: return braidReduceScatter(in, out, c.count, braidFloat32, c.op, comm, s);
-    case Coll::kBroadcast: return braidBroadcast(in, out, c.count, braidFloat32, c.root, comm, s);
-    default: return braidReduce(in, out, c.count, braidFloat32, c.op, c.root, comm, s);
-  }
-}
-
-float combine(braidRedOp_t op, float a, float b) {
-  if (op == braidMax) return a > b ? a : b;
-  if (op == braidMin) return a < b ? a : b;
-  if (op == braidProd) return a * b;
-  return a + b;
-}
-
-// The reference: element i of rank r's output (NaN where the call leaves it alone).
-float expected(const Call& c, int n, int r, size_t i) {
-  auto reduced = [&](size_t j) {
-    float acc = x(0, j);
-    for (int q = 1; q < n; ++q) acc = combine(c.op, acc, x(q, j));
-    return c.op == braidAvg ? acc / static_cast<float>(n) : acc;
-  };
-  switch (c.coll) {
-    case Coll::kAllReduce: return reduced(i);
-    case Coll::kAllGather: return x(static_cast<int>(i / c.count), i % c.count);
-    case Coll::kReduceScatter: return reduced(r * c.count + i);
-    case Coll::kBroadcast: return x(c.root, i);
-    default: return r == c.root ? reduced(i) : std::nanf("");
-  }
-}
-
-size_t outputElems(const Call& c, int n) { return c.coll == Coll::kAllGather ? c.count * n : c.count; }
-
-// Fills every rank's buffers (poisoned output, the input where the call reads it).
-void prepare(World& w, Registered& b, const Call& c) {
-  const int n = w.size();
-  for (int r = 0; r < n; ++r) {
-    fillDevice(w.devices[r], b.in(r), 0xff, b.bytes());
-    fillDevice(w.devices[r], b.out(r), 0xff, b.bytes());
-    const float* in;
-    float* out;
-    buffersOf(b, c, r, &in, &out);
-    std::vector<float> mine(inputElems(c, n));
-    for (size_t i = 0; i < mine.size(); ++i) mine[i] = x(r, i);
-    writeDevice(w.devices[r], const_cast<float*>(in), mine.data(), mine.size() * sizeof(float));
-  }
-}
-
-// Every rank's output against the reference.
-void check(World& w, Registered& b, const Call& c, const std::string& what) {
-  ASSERT_TRUE(w.sync()) << w.error;
-  const int n = w.size();
-  for (int r = 0; r < n; ++r) {
-    const float* in;
-    float* out;
-    buffersOf(b, c, r, &in, &out);
-    std::vector<float> got(outputElems(c, n));
-    readDevice(w.devices[r], got.data(), out, got.size() * sizeof(float));
-    for (size_t i = 0; i < got.size(); ++i) {
-      const float want = expected(c, n, r, i);
-      if (std::isnan(want)) continue;
-      ASSERT_NEAR(got[i], want, std::fabs(want) * 1e-6f)
-          << what << ": " << collName(c.coll) << " of " << c.count << (c.inPlace ? " in place" : "") << ", rank " << r
-          << ", element " << i << " of " << n << " ranks";
-    }
-  }
-}
-
-std::string runAll(World& w, Registered& b, const Call& c) {
-  if (braidGroupStart() != braidSuccess) return braidGetLastError();
-  for (int r = 0; r < w.size(); ++r) {
-    const float* in;
-    float* out;
-    buffersOf(b, c, r, &in, &out);
-    if (issue(w, r, c, in, out) != braidSuccess) return braidGetLastError();
-  }
-  return braidGroupEnd() == braidSuccess ? std::string() : braidGetLastError();
-}
 
 // A world of GetParam() thread ranks, all of this process (else the test skips).
 class GpuRegistered : public ::testing::TestWithParam<int> {
@@ -187,49 +70,17 @@ class GpuRegistered : public ::testing::TestWithParam<int> {
 };
 
 TEST_P(GpuRegistered, EveryCollectiveMatchesTheReference) {
-  World& w = *w_;
-  const size_t counts[] = {1, 7, 1023, (size_t{1} << 20) + 3};
-  Registered b(w, counts[3]);
-  const int n = w.size();
-  for (size_t count : counts) {
-    for (bool inPlace : {false, true}) {
-      const Call calls[] = {
-          {Coll::kAllReduce, count, inPlace, braidSum},      {Coll::kAllReduce, count, inPlace, braidMax},
-          {Coll::kAllReduce, count, inPlace, braidAvg},      {Coll::kAllGather, count, inPlace},
-          {Coll::kReduceScatter, count, inPlace, braidSum},  {Coll::kBroadcast, count, inPlace, braidSum, n - 1},
-          {Coll::kReduce, count, inPlace, braidProd, n / 2},
-      };
-      for (const Call& c : calls) {
-        prepare(w, b, c);
-        ASSERT_EQ(runAll(w, b, c), "");
-        check(w, b, c, "eager");
-      }
-    }
-  }
+  const std::vector<size_t> counts = {1, 7, 1023, (size_t{1} << 20) + 3};
+  Registered b(*w_, counts.back());
+  checkEveryCollective(*w_, b, counts);
 }
 
 // Graphs of a direct all-reduce on every rank, replayed three times, the inputs rewritten between
 // replays: each replay reads the current inputs (the addresses travel as the kernels run).
 TEST_P(GpuRegistered, GraphsReplayWithNewInputs) {
-  World& w = *w_;
-  const int n = w.size();
   const Call c{Coll::kAllReduce, (size_t{1} << 18) + 5, false, braidSum};
-  Registered b(w, c.count);
-  std::vector<cudaGraphExec_t> graphs(n, nullptr);
-  for (int r = 0; r < n; ++r) {
-    ASSERT_EQ(
-        captureGraph(
-            w.devices[r], w.streams[r],
-            [&] { return issue(w, r, c, b.in(r), b.out(r)) == braidSuccess ? std::string() : braidGetLastError(); },
-            &graphs[r]),
-        "");
-  }
-  for (int replay = 0; replay < 3; ++replay) {
-    prepare(w, b, c);
-    for (int r = 0; r < n; ++r) ASSERT_EQ(cudaGraphLaunch(graphs[r], w.streams[r]), cudaSuccess);
-    check(w, b, c, "replay " + std::to_string(replay));
-  }
-  for (cudaGraphExec_t g : graphs) cudaGraphExecDestroy(g);
+  Registered b(*w_, c.count);
+  checkGraphReplays(*w_, b, c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GpuRegistered, ::testing::Values(2, 3, 4),

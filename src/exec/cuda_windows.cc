@@ -1,0 +1,136 @@
+// Windows across the processes of one host (CudaEngine::windowsAcrossProcesses): each window's
+// allocation is exported by CUDA IPC when it is registered, and every other process maps it, so a
+// direct call (device/direct.cuh) reaches a rank of another process by the address where its
+// window lies here. One process may map the same allocation for several of its ranks or windows:
+// the mappings are counted per handle, process-wide, and the last release closes it.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "exec/cuda_engine.h"
+#include "exec/cuda_engine_state.h"
+#include "transport/cuda_check.h"
+
+namespace braid::exec {
+namespace {
+
+// The first byte of the allocation holding `p`, from the driver's cuMemGetAddressRange; 0 where
+// the driver has none to give.
+uint64_t allocationOf(const void* p) {
+  using GetRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+  static GetRange get = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      return GetRange{nullptr};
+    }
+    return reinterpret_cast<GetRange>(fn);
+  }();
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+  if (get == nullptr || get(&base, &bytes, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return 0;
+  return static_cast<uint64_t>(base);
+}
+
+// This process's mappings of other processes' allocations, by IPC handle.
+struct Mapping {
+  void* at = nullptr;
+  int refs = 0;
+};
+std::mutex mappingsMu;
+std::map<std::string, Mapping>& mappings() {
+  static auto* m = new std::map<std::string, Mapping>;  // never destroyed: used until the last comm ends
+  return *m;
+}
+std::string keyOf(const WindowOffer& o) { return std::string(reinterpret_cast<const char*>(o.ipc), sizeof(o.ipc)); }
+
+Status mapAllocation(const WindowOffer& o, int rank, void** at) {
+  std::lock_guard<std::mutex> lock(mappingsMu);
+  Mapping& m = mappings()[keyOf(o)];
+  if (m.refs == 0) {
+    cudaIpcMemHandle_t h;
+    std::memcpy(&h, o.ipc, sizeof(h));
+    const cudaError_t err = cudaIpcOpenMemHandle(&m.at, h, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+      mappings().erase(keyOf(o));
+      return cudaCheck("cudaIpcOpenMemHandle of rank " + std::to_string(rank) + "'s window", err);
+    }
+  }
+  ++m.refs;
+  *at = m.at;
+  return Status::ok();
+}
+
+void unmapAllocation(const WindowOffer& o) {
+  std::lock_guard<std::mutex> lock(mappingsMu);
+  auto it = mappings().find(keyOf(o));
+  if (it == mappings().end() || --it->second.refs > 0) return;
+  cudaIpcCloseMemHandle(it->second.at);
+  mappings().erase(it);
+}
+
+}  // namespace
+
+bool CudaEngine::windowsAcrossProcesses() const { return s_->windowsAcrossProcesses; }
+
+Status CudaEngine::offerWindow(const void* base, WindowOffer* out) const {
+  DeviceScope scope(s_->o.device);
+  *out = WindowOffer{};
+  out->base = reinterpret_cast<uint64_t>(base);
+  out->allocation = allocationOf(base);
+  cudaIpcMemHandle_t h;
+  if (out->allocation == 0 || cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(out->allocation)) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: memory without a handle only keeps its window to this process
+    return Status::ok();
+  }
+  std::memcpy(out->ipc, &h, sizeof(h));
+  out->ok = 1;
+  return Status::ok();
+}
+
+Status CudaEngine::openWindow(const std::vector<WindowOffer>& offers, std::vector<uint64_t>* seenAt) {
+  State& s = *s_;
+  DeviceScope scope(s.o.device);
+  const int me = s.o.rank;
+  seenAt->assign(offers.size(), 0);
+  for (size_t q = 0; q < offers.size(); ++q) {
+    const WindowOffer& o = offers[q];
+    if (s.identities[q].pid == s.identities[me].pid) {
+      (*seenAt)[q] = o.base;  // the same address space
+      continue;
+    }
+    void* at = nullptr;
+    Status st = mapAllocation(o, static_cast<int>(q), &at);
+    if (!st.isOk()) {
+      for (size_t p = 0; p < q; ++p) {
+        if (s.identities[p].pid != s.identities[me].pid) unmapAllocation(offers[p]);
+      }
+      seenAt->assign(offers.size(), 0);
+      return st;
+    }
+    (*seenAt)[q] = reinterpret_cast<uint64_t>(at) + (o.base - o.allocation);
+  }
+  return Status::ok();
+}
+
+Status CudaEngine::closeWindow(const std::vector<WindowOffer>& offers) {
+  State& s = *s_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  DeviceScope scope(s.o.device);
+  // Every eager kernel this rank queued ends before lastDone (cuda_launch.cc orders its streams);
+  // a graph that still holds calls on the window is the caller's to destroy first, as with NCCL.
+  Status st =
+      s.lastStream != nullptr ? cudaCheck("cudaEventSynchronize", cudaEventSynchronize(s.lastDone)) : Status::ok();
+  for (size_t q = 0; q < offers.size(); ++q) {
+    if (s.identities[q].pid != s.identities[s.o.rank].pid) unmapAllocation(offers[q]);
+  }
+  return st;
+}
+
+}  // namespace braid::exec
