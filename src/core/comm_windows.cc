@@ -14,19 +14,24 @@
 namespace braid::core {
 
 Status Comm::registerWindow(void* buff, size_t size, void** handle) {
-  BRAID_RETURN_IF_ERROR(registrations_.add(Registrations::Kind::kWindow, buff, size, handle));
-  if (gpu_ == nullptr || !gpu_->windowsAcrossProcesses()) return Status::ok();
+  const Status added = registrations_.add(Registrations::Kind::kWindow, buff, size, handle);
+  if (gpu_ == nullptr || !gpu_->windowsAcrossProcesses()) return added;
+  // Collective from here: a rank whose window is refused still takes part, offering nothing, so
+  // that its peers keep the window to the FIFOs instead of waiting for it; then it returns why.
   const auto n = static_cast<size_t>(nranks_);
   std::vector<exec::WindowOffer> offers(n);
-  Status st = gpu_->offerWindow(buff, &offers[rank_]);
-  if (st.isOk()) st = bootstrap_->allGather(offers.data(), sizeof(exec::WindowOffer)).withContext("exporting a window");
+  if (added.isOk()) (void)gpu_->offerWindow(buff, &offers[rank_]);  // ok stays 0 without an IPC handle
+  Status st = bootstrap_->allGather(offers.data(), sizeof(exec::WindowOffer)).withContext("exporting a window");
   if (!st.isOk()) {
-    (void)registrations_.remove(Registrations::Kind::kWindow, *handle);
+    if (added.isOk()) (void)registrations_.remove(Registrations::Kind::kWindow, *handle);
     return st;
   }
   std::string why;
   for (size_t q = 0; q < n && why.empty(); ++q) {
-    if (offers[q].ok == 0) why = "rank " + std::to_string(q) + "'s memory has no CUDA IPC handle";
+    if (offers[q].ok == 0) {
+      why = "rank " + std::to_string(q) +
+            " offers no window (its memory has no CUDA IPC handle, or it refused the registration)";
+    }
   }
   // Row q: whether rank q mapped every window, then where it sees each rank's.
   std::vector<uint64_t> rows(n * (n + 1), 0);
@@ -45,12 +50,12 @@ Status Comm::registerWindow(void* buff, size_t size, void** handle) {
   if (!st.isOk() || !why.empty()) {
     if (mapped) (void)gpu_->closeWindow(offers);
     if (!st.isOk()) {
-      (void)registrations_.remove(Registrations::Kind::kWindow, *handle);
+      if (added.isOk()) (void)registrations_.remove(Registrations::Kind::kWindow, *handle);
       return st;
     }
     BRAID_INFO(log::Subsys::kInit,
                "rank " + std::to_string(rank_) + ": a window runs its calls through the FIFOs: " + why);
-    return Status::ok();
+    return added;
   }
   WindowExport e;
   e.offers = std::move(offers);
