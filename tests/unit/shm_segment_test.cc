@@ -4,7 +4,9 @@
 // receiver that lives, and a receiver removes what was left for it.
 #include "transport/shm/shm_segment.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,10 +154,29 @@ TEST(ShmSegment, UnlinkAddressedToRemovesOnlyTheReceiversNames) {
   ASSERT_TRUE(ShmFifoSegment::attach(toTwo, side(2, 64, 1), &a).isOk());
   ASSERT_TRUE(ShmFifoSegment::attach(toOne, side(2, 64, 1), &b).isOk());
   ASSERT_TRUE(ShmFifoSegment::attach(otherComm, side(2, 64, 1), &c).isOk());
-  ShmFifoSegment::unlinkAddressedTo(key, 2);
+  ShmFifoSegment::unlinkAddressedTo(key, {2});
   EXPECT_FALSE(nameExists(toTwo));
   EXPECT_TRUE(nameExists(toOne));
   EXPECT_TRUE(nameExists(otherComm));
+}
+
+// A receiver that made its segment and was killed before its sender came (its name is left as a
+// killed process leaves it): the names addressed to it are removed as a peer of its host lets its
+// links go, and only those: a live peer's stay.
+TEST(ShmSegment, APeersLinksRemoveWhatWasLeftForADeadReceiver) {
+  std::random_device rd;
+  const uint64_t key = (uint64_t{rd()} << 32) ^ rd();
+  const std::string toDead = ShmFifoSegment::nameFor(key, 0, 1, 0, 0),
+                    toLive = ShmFifoSegment::nameFor(key, 0, 2, 0, 0);
+  for (const std::string& name : {toDead, toLive}) {
+    const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0) << name;
+    close(fd);
+  }
+  { ShmLinks links(key, 0, side(2, 64, 1), {static_cast<long>(getpid()), deadPid(), static_cast<long>(getpid())}); }
+  EXPECT_FALSE(nameExists(toDead));
+  EXPECT_TRUE(nameExists(toLive));
+  shm_unlink(toLive.c_str());
 }
 
 // A closed FIFO ends the other side's wait at once and says who closed it.

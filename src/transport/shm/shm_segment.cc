@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -38,14 +39,15 @@ std::string ShmFifoSegment::nameFor(uint64_t commKey, int src, int dst, int chan
   return buf;
 }
 
-void ShmFifoSegment::unlinkAddressedTo(uint64_t commKey, int dst) {
+void ShmFifoSegment::unlinkAddressedTo(uint64_t commKey, const std::vector<int>& receivers) {
   const std::string prefix = nameFor(commKey, 0, 0, 0, 0).substr(1, 23);  // "braid-<16 hex digits>-"
   DIR* d = opendir("/dev/shm");
   if (d == nullptr) return;
   while (dirent* e = readdir(d)) {
     int src = -1, to = -1, channel = -1, conn = -1;
     if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
-    if (std::sscanf(e->d_name + prefix.size(), "%d-%d-%d-%d", &src, &to, &channel, &conn) == 4 && to == dst) {
+    if (std::sscanf(e->d_name + prefix.size(), "%d-%d-%d-%d", &src, &to, &channel, &conn) == 4 &&
+        std::find(receivers.begin(), receivers.end(), to) != receivers.end()) {
       shm_unlink(("/" + std::string(e->d_name)).c_str());
     }
   }
@@ -135,7 +137,13 @@ ShmFifoSegment::~ShmFifoSegment() {
 
 ShmLinks::~ShmLinks() {
   segments_.clear();
-  ShmFifoSegment::unlinkAddressedTo(shmKey_, rank_);
+  // This rank reads no more, nor does a peer whose process has died (killed, say, after it made a
+  // segment as the receiver that this rank never attached as the sender).
+  std::vector<int> done{rank_};
+  for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
+    if (r != rank_ && processGone(pids_[r])) done.push_back(r);
+  }
+  ShmFifoSegment::unlinkAddressedTo(shmKey_, done);
 }
 
 Status ShmLinks::fifo(int channel, int connId, int src, int dst, HostFifo** out) {

@@ -17,7 +17,8 @@
 // name and wait for data that is gone (it saw "rank N exited during the call"). So the sender leaves
 // the name, the receiver attaches later as the second side and unlinks it, and a receiver that
 // never does (its call failed first) removes every name addressed to it when its communicator goes
-// (unlinkAddressedTo).
+// (unlinkAddressedTo). A receiver that dies cannot: the names addressed to it are removed by each
+// peer of its host as that peer's communicator goes.
 #pragma once
 
 #include <cstdint>
@@ -56,8 +57,9 @@ class ShmFifoSegment {
 
   /// The segment name for a connection of a communicator.
   static std::string nameFor(uint64_t commKey, int src, int dst, int channel, int connId);
-  /// Unlinks every name of communicator `commKey` whose receiver is `dst` (it reads no more).
-  static void unlinkAddressedTo(uint64_t commKey, int dst);
+  /// Unlinks every name of communicator `commKey` whose receiver is one of `receivers` (they read
+  /// no more).
+  static void unlinkAddressedTo(uint64_t commKey, const std::vector<int>& receivers);
 
  private:
   ShmFifoSegment() = default;
@@ -73,7 +75,7 @@ class ShmFifoSegment {
 
 /// The shared-memory transport of one host-memory rank: a segment per connection with a process of
 /// this host, made when a call first opens it. On destruction its segments go, then every name
-/// addressed to this rank that no call opened (it reads no more).
+/// addressed to this rank that no call opened (it reads no more), or to a peer whose process died.
 class ShmLinks : public HostTransport {
  public:
   /// `options` gives every connection's geometry and stop flags; `pids[r]` is rank r's process.
