@@ -255,19 +255,28 @@ braidResult_t braidCommDeregister(const braidComm_t comm, void* handle) {
   });
 }
 
+namespace {
+Status checkWindowArgs(const void* buff, size_t size, const braidWindow_t* win, int winFlags) {
+  BRAID_RETURN_IF_ERROR(api::checkNotNull(buff, "buff"));
+  BRAID_RETURN_IF_ERROR(api::checkNotNull(win, "win"));
+  if (size == 0) return braid::invalidArgument("'size' is 0: there is nothing to register");
+  if ((winFlags & ~BRAID_WIN_COLL_SYMMETRIC) != 0) {
+    return braid::invalidArgument("'winFlags' = " + std::to_string(winFlags) +
+                                  " has bits other than BRAID_WIN_COLL_SYMMETRIC (NCCL_WIN_COLL_SYMMETRIC)");
+  }
+  return Status::ok();
+}
+}  // namespace
+
 braidResult_t braidCommWindowRegister(braidComm_t comm, void* buff, size_t size, braidWindow_t* win, int winFlags) {
   return api::guard("braidCommWindowRegister", [&]() -> Status {
     std::shared_ptr<core::Comm> c;
     BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
-    BRAID_RETURN_IF_ERROR(api::checkNotNull(buff, "buff"));
-    BRAID_RETURN_IF_ERROR(api::checkNotNull(win, "win"));
-    if (size == 0) return braid::invalidArgument("'size' is 0: there is nothing to register");
-    if ((winFlags & ~BRAID_WIN_COLL_SYMMETRIC) != 0) {
-      return braid::invalidArgument("'winFlags' = " + std::to_string(winFlags) +
-                                    " has bits other than BRAID_WIN_COLL_SYMMETRIC (NCCL_WIN_COLL_SYMMETRIC)");
-    }
+    // Registering is a collective: bad arguments on this rank are its error, after it has taken part.
+    const Status refused = checkWindowArgs(buff, size, win, winFlags);
     void* handle = nullptr;
-    BRAID_RETURN_IF_ERROR(c->registerWindow(buff, size, &handle).withContext("rank " + std::to_string(c->rank())));
+    BRAID_RETURN_IF_ERROR(
+        c->registerWindow(buff, size, refused, &handle).withContext("rank " + std::to_string(c->rank())));
     *win = static_cast<braidWindow_t>(handle);
     return Status::ok();
   });

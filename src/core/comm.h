@@ -109,8 +109,10 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// braidCommWindowRegister / Deregister. Where direct calls run across the processes of this host
   /// (CudaEngine::windowsAcrossProcesses) each is a collective: the window is exported to every
   /// other process, or, if any rank's memory cannot be, kept to the FIFOs on every rank
-  /// (comm_windows.cc).
-  Status registerWindow(void* buff, size_t size, void** handle);
+  /// (comm_windows.cc). `refused` is the caller's verdict on the arguments: a rank whose window is
+  /// refused still takes part in the exchange (offering nothing, so every rank keeps the FIFOs),
+  /// then returns it, so a bad argument on one rank is an error there and no hang elsewhere.
+  Status registerWindow(void* buff, size_t size, const Status& refused, void** handle);
   Status deregisterWindow(void* handle);
 
   /// A copy of `bytes` at `src` that a call reads after its own output has overwritten `src` (an

@@ -13,8 +13,8 @@
 
 namespace braid::core {
 
-Status Comm::registerWindow(void* buff, size_t size, void** handle) {
-  const Status added = registrations_.add(Registrations::Kind::kWindow, buff, size, handle);
+Status Comm::registerWindow(void* buff, size_t size, const Status& refused, void** handle) {
+  const Status added = refused.isOk() ? registrations_.add(Registrations::Kind::kWindow, buff, size, handle) : refused;
   if (gpu_ == nullptr || !gpu_->windowsAcrossProcesses()) return added;
   // Collective from here: a rank whose window is refused still takes part, offering nothing, so
   // that its peers keep the window to the FIFOs instead of waiting for it; then it returns why.

@@ -2,19 +2,18 @@
 // allocation is exported by CUDA IPC when it is registered, and every other process maps it, so a
 // direct call (device/direct.cuh) reaches a rank of another process by the address where its
 // window lies here. One process may map the same allocation for several of its ranks or windows:
-// the mappings are counted per handle, process-wide, and the last release closes it.
+// the mappings are counted per handle, process-wide (transport/p2p/cuda_ipc.h).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "exec/cuda_engine.h"
 #include "exec/cuda_engine_state.h"
 #include "transport/cuda_check.h"
+#include "transport/p2p/cuda_ipc.h"
 
 namespace braid::exec {
 namespace {
@@ -36,43 +35,6 @@ uint64_t allocationOf(const void* p) {
   size_t bytes = 0;
   if (get == nullptr || get(&base, &bytes, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return 0;
   return static_cast<uint64_t>(base);
-}
-
-// This process's mappings of other processes' allocations, by IPC handle.
-struct Mapping {
-  void* at = nullptr;
-  int refs = 0;
-};
-std::mutex mappingsMu;
-std::map<std::string, Mapping>& mappings() {
-  static auto* m = new std::map<std::string, Mapping>;  // never destroyed: used until the last comm ends
-  return *m;
-}
-std::string keyOf(const WindowOffer& o) { return std::string(reinterpret_cast<const char*>(o.ipc), sizeof(o.ipc)); }
-
-Status mapAllocation(const WindowOffer& o, int rank, void** at) {
-  std::lock_guard<std::mutex> lock(mappingsMu);
-  Mapping& m = mappings()[keyOf(o)];
-  if (m.refs == 0) {
-    cudaIpcMemHandle_t h;
-    std::memcpy(&h, o.ipc, sizeof(h));
-    const cudaError_t err = cudaIpcOpenMemHandle(&m.at, h, cudaIpcMemLazyEnablePeerAccess);
-    if (err != cudaSuccess) {
-      mappings().erase(keyOf(o));
-      return cudaCheck("cudaIpcOpenMemHandle of rank " + std::to_string(rank) + "'s window", err);
-    }
-  }
-  ++m.refs;
-  *at = m.at;
-  return Status::ok();
-}
-
-void unmapAllocation(const WindowOffer& o) {
-  std::lock_guard<std::mutex> lock(mappingsMu);
-  auto it = mappings().find(keyOf(o));
-  if (it == mappings().end() || --it->second.refs > 0) return;
-  cudaIpcCloseMemHandle(it->second.at);
-  mappings().erase(it);
 }
 
 }  // namespace
@@ -106,10 +68,10 @@ Status CudaEngine::openWindow(const std::vector<WindowOffer>& offers, std::vecto
       continue;
     }
     void* at = nullptr;
-    Status st = mapAllocation(o, static_cast<int>(q), &at);
+    Status st = transport::openIpcMapping(o.ipc, "rank " + std::to_string(q) + "'s window", &at);
     if (!st.isOk()) {
       for (size_t p = 0; p < q; ++p) {
-        if (s.identities[p].pid != s.identities[me].pid) unmapAllocation(offers[p]);
+        if (s.identities[p].pid != s.identities[me].pid) transport::closeIpcMapping(offers[p].ipc);
       }
       seenAt->assign(offers.size(), 0);
       return st;
@@ -128,7 +90,7 @@ Status CudaEngine::closeWindow(const std::vector<WindowOffer>& offers) {
   Status st =
       s.lastStream != nullptr ? cudaCheck("cudaEventSynchronize", cudaEventSynchronize(s.lastDone)) : Status::ok();
   for (size_t q = 0; q < offers.size(); ++q) {
-    if (s.identities[q].pid != s.identities[s.o.rank].pid) unmapAllocation(offers[q]);
+    if (s.identities[q].pid != s.identities[s.o.rank].pid) transport::closeIpcMapping(offers[q].ipc);
   }
   return st;
 }

@@ -133,5 +133,61 @@ TEST(GpuWindowsMixed, AWindowBesideAPlainBufferIsAMismatch) {
   }
 }
 
+// The last rank's registration is refused (its size is 0) while the others' are fine: across
+// processes registering is a collective, so the refused rank still takes part, offering nothing;
+// it alone returns the error, the others keep their windows to the FIFOs (the INFO line
+// gpu_windows_refused_processes asserts), and an all-reduce on them is correct. Across processes
+// only: in one process nothing is exchanged.
+TEST(GpuWindowsRefused, ARefusedRankKeepsEveryRankOnTheFifos) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  WorldOptions o;
+  o.nranks = 2;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  if (w.local(0) && w.local(1)) GTEST_SKIP() << "needs its ranks in two processes (gpu_windows_refused_processes)";
+  const size_t count = 4096;
+  const size_t bytes = count * sizeof(float);
+  std::vector<std::unique_ptr<DeviceBuffer>> buf(w.size());
+  std::vector<braidWindow_t> win(w.size(), nullptr);
+  std::vector<braidResult_t> rc(w.size(), braidSuccess);
+  std::vector<std::string> said(w.size());
+  onEveryLocalRank(w, [&](int r) {
+    buf[r] = std::make_unique<DeviceBuffer>(w.devices[r], bytes);
+    rc[r] = braidCommWindowRegister(w.comms[r], buf[r]->ptr, r == w.size() - 1 ? 0 : bytes, &win[r], 0);
+    said[r] = braidGetLastError();
+  });
+  for (int r = 0; r < w.size(); ++r) {
+    if (!w.local(r)) continue;
+    if (r == w.size() - 1) {
+      EXPECT_EQ(rc[r], braidInvalidArgument) << said[r];
+      EXPECT_NE(said[r].find("'size' is 0"), std::string::npos) << said[r];
+    } else {
+      EXPECT_EQ(rc[r], braidSuccess) << said[r];
+    }
+  }
+  const Call c{Coll::kAllReduce, count, true};
+  for (int r = 0; r < w.size(); ++r) {
+    if (!w.local(r)) continue;
+    std::vector<float> mine(count);
+    for (size_t i = 0; i < count; ++i) mine[i] = x(r, i);
+    writeDevice(w.devices[r], buf[r]->ptr, mine.data(), bytes);
+    float* p = static_cast<float*>(buf[r]->ptr);
+    ASSERT_EQ(issue(w, r, c, p, p), braidSuccess) << braidGetLastError();
+  }
+  ASSERT_TRUE(w.sync()) << w.error;
+  for (int r = 0; r < w.size(); ++r) {
+    if (!w.local(r)) continue;
+    std::vector<float> got(count);
+    readDevice(w.devices[r], got.data(), buf[r]->ptr, bytes);
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_EQ(got[i], expected(c, w.size(), r, i)) << "rank " << r << ", element " << i;
+  }
+  onEveryLocalRank(w, [&](int r) {
+    if (win[r] != nullptr) {
+      EXPECT_EQ(braidCommWindowDeregister(w.comms[r], win[r]), braidSuccess) << braidGetLastError();
+    }
+  });
+}
+
 }  // namespace
 }  // namespace braid::gputest

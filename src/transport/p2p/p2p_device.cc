@@ -5,15 +5,20 @@
 #include <cstring>
 
 #include "transport/cuda_check.h"
+#include "transport/p2p/cuda_ipc.h"
 
 namespace braid::transport {
 
 P2pDeviceTransport::P2pDeviceTransport(int device, int64_t pid, int nranks, const BlockLayout& layout)
-    : MappedDeviceTransport("P2P", nranks, layout), device_(device), pid_(pid), opened_(nranks, false) {}
+    : MappedDeviceTransport("P2P", nranks, layout),
+      device_(device),
+      pid_(pid),
+      opened_(nranks, false),
+      offers_(nranks) {}
 
 P2pDeviceTransport::~P2pDeviceTransport() {
   for (size_t r = 0; r < arenas_.size(); ++r) {
-    if (opened_[r]) cudaIpcCloseMemHandle(arenas_[r]);
+    if (opened_[r]) closeIpcMapping(offers_[r].ipc);
   }
 }
 
@@ -37,13 +42,11 @@ Status P2pDeviceTransport::reach(int peer, const PeerIdentity& identity, const D
     *path = "P2P/direct pointer";
     return Status::ok();
   }
-  cudaIpcMemHandle_t h;
-  std::memcpy(&h, offer.ipc, sizeof(h));
   void* p = nullptr;
-  BRAID_RETURN_IF_ERROR(cudaCheck("cudaIpcOpenMemHandle of the buffers of " + describePeer(peer, identity),
-                                  cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess)));
+  BRAID_RETURN_IF_ERROR(openIpcMapping(offer.ipc, "the buffers of " + describePeer(peer, identity), &p));
   arenas_[peer] = static_cast<char*>(p);
   opened_[peer] = true;
+  offers_[peer] = offer;
   *path = identity.device == device_ ? "P2P/IPC (same device)" : "P2P/IPC";
   return Status::ok();
 }

@@ -21,7 +21,8 @@ class P2pDeviceTransport : public MappedDeviceTransport {
  private:
   const int device_;
   const int64_t pid_;
-  std::vector<bool> opened_;  // by CUDA IPC
+  std::vector<bool> opened_;         // by CUDA IPC (cuda_ipc.h)
+  std::vector<DeviceOffer> offers_;  // each peer's, for the handle to release
 };
 
 }  // namespace braid::transport
