@@ -265,18 +265,14 @@ Status Comm::connectGpu() {
 }
 
 exec::CudaCall Comm::gpuCall(const CollRequest& r) {
-  tune::Decision d = plan_.tuner.decide(r.coll, messageBytes(r, nranks_));
+  static_assert(static_cast<int>(tune::Proto::kLL) == static_cast<int>(device::Proto::kLL) &&
+                    static_cast<int>(tune::Proto::kLL128) == static_cast<int>(device::Proto::kLL128) &&
+                    static_cast<int>(tune::Proto::kSimple) == static_cast<int>(device::Proto::kSimple),
+                "the tuner's protocols are the kernels'");
+  const tune::Tuner::Plan p = plan_.tuner.plan(r.coll, r.count, typeSize(r.type), r.root, r.op == braidAvg);
   exec::CudaCall call;
-  call.shape.coll = r.coll;
-  call.shape.algo = d.algo;
-  call.shape.count = r.count;
-  call.shape.root = r.root;
-  call.shape.nChannels = d.channels;
-  call.shape.chunkElems = std::max<size_t>(1, d.chunkBytes / typeSize(r.type));
-  call.shape.postOp = r.op == braidAvg;
-  call.proto = d.proto == tune::Proto::kLL      ? exec::kProtoLL
-               : d.proto == tune::Proto::kLL128 ? exec::kProtoLL128
-                                                : exec::kProtoSimple;
+  call.shape = p.shape;
+  call.proto = static_cast<device::Proto>(p.proto);
   call.input = r.sendbuff;
   call.output = r.recvbuff;
   call.type = r.type;
@@ -291,10 +287,9 @@ exec::CudaCall Comm::gpuCall(const CollRequest& r) {
 // lie in its registrations; across processes, in exported windows (comm_windows.cc), and `call`
 // gets where each peer sees them.
 bool Comm::directBuffers(const CollRequest& r, exec::CudaCall* call) {
-  const size_t es = typeSize(r.type), n = static_cast<size_t>(nranks_);
-  size_t in = r.count * es, out = r.count * es;
-  if (r.coll == algo::Coll::kAllGather) out *= n;
-  if (r.coll == algo::Coll::kReduceScatter) in *= n;
+  const size_t es = typeSize(r.type);
+  const size_t in = algo::inputElems(r.coll, r.count, nranks_) * es,
+               out = algo::outputElems(r.coll, r.count, nranks_) * es;
   const bool reads = r.coll != algo::Coll::kBroadcast || r.root == rank_;
   const bool writes = r.coll != algo::Coll::kReduce || r.root == rank_;
   const bool across = gpu_->windowsAcrossProcesses();
@@ -503,7 +498,8 @@ const tune::Tuner* Comm::tuner() const {
 
 double Comm::estimateUs(const CollRequest& request) const {
   const tune::Tuner* t = tuner();
-  return t == nullptr ? 0 : t->decide(request.coll, messageBytes(request, nranks_)).predictedUs;
+  return t == nullptr ? 0
+                      : t->plan(request.coll, request.count, typeSize(request.type), request.root, false).predictedUs;
 }
 
 double Comm::estimateUs(const P2pRequest& request) const {

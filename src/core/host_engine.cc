@@ -127,22 +127,8 @@ HostEngine::~HostEngine() {
 
 size_t sendElems(const CollRequest& r, int nranks) { return algo::inputElems(r.coll, r.count, nranks); }
 
-size_t messageBytes(const CollRequest& r, int nranks) {
-  return algo::messageElems(r.coll, r.count, nranks) * typeSize(r.type);
-}
-
 algo::CallShape HostEngine::decide(const CollRequest& r) const {
-  algo::CallShape call;
-  call.coll = r.coll;
-  call.count = r.count;
-  call.root = r.root;
-  call.postOp = r.op == braidAvg;
-  size_t elem = typeSize(r.type);
-  tune::Decision d = tuner_.decide(r.coll, messageBytes(r, nranks_));
-  call.algo = d.algo;
-  call.nChannels = d.channels;
-  call.chunkElems = std::max<size_t>(1, d.chunkBytes / elem);
-  return call;
+  return tuner_.plan(r.coll, r.count, typeSize(r.type), r.root, r.op == braidAvg).shape;
 }
 
 // A call that failed leaves its connections out of step: close them, so that every peer still

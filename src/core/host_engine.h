@@ -48,10 +48,6 @@ size_t sendElems(const CollRequest& request, int nranks);
 /// where the collective has them). It travels in each FIFO slot's header and the watchdog's reports.
 transport::CallTag collectiveTag(const CollRequest& r, uint32_t seq);
 
-/// The message size of a call as nccl-tests and the tuner count it: all-gather's output,
-/// reduce-scatter's input, the buffer of the others.
-size_t messageBytes(const CollRequest& request, int nranks);
-
 /// One send or receive as the API received it (all-to-all becomes one of each per peer).
 struct P2pRequest {
   bool isSend = true;

@@ -176,6 +176,21 @@ int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
   return engine > 0 ? std::min(channels, engine) : channels;
 }
 
+Tuner::Plan Tuner::plan(algo::Coll coll, size_t count, size_t elemBytes, int root, bool postOp) const {
+  const Decision d = decide(coll, algo::messageElems(coll, count, machine_.nranks) * elemBytes);
+  Plan p;
+  p.shape.coll = coll;
+  p.shape.algo = d.algo;
+  p.shape.count = count;
+  p.shape.root = root;
+  p.shape.nChannels = d.channels;
+  p.shape.chunkElems = std::max<size_t>(1, d.chunkBytes / elemBytes);
+  p.shape.postOp = postOp;
+  p.proto = d.proto;
+  p.predictedUs = d.predictedUs;
+  return p;
+}
+
 Decision Tuner::decide(algo::Coll coll, size_t bytes) const {
   Decision d;
   if (cache_.find(coll, bytes, &d)) return d;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "algo/geometry.h"
 #include "core/status.h"
 #include "tune/cost.h"
 #include "tune/decision_cache.h"
@@ -65,6 +66,16 @@ class Tuner {
   /// The decision for a call moving `bytes` (the nccl-tests message size). Recent decisions are
   /// kept (DecisionCache), so repeated sizes cost a look-up.
   Decision decide(algo::Coll coll, size_t bytes) const;
+
+  /// What runs for one call: `count` elements of `elemBytes` each (the API's count: per rank's block
+  /// for all-gather and reduce-scatter), decided once here for both engines. `postOp`: the call
+  /// divides its result by the ranks (average).
+  struct Plan {
+    algo::CallShape shape;
+    Proto proto = Proto::kSimple;
+    double predictedUs = 0;
+  };
+  Plan plan(algo::Coll coll, size_t count, size_t elemBytes, int root, bool postOp) const;
 
   /// A table of decisions: one line per size (powers of 4 from 8 B to `maxBytes`) and collective.
   std::string table(size_t maxBytes) const;
