@@ -233,6 +233,7 @@ Status Comm::connectGpu() {
   limits.slotBytes[static_cast<int>(tune::Proto::kSimple)] = o.simpleSlotBytes;
   limits.slotBytes[static_cast<int>(tune::Proto::kLL)] = o.llSlotBytes;
   limits.slotBytes[static_cast<int>(tune::Proto::kLL128)] = o.ll128SlotBytes;
+  limits.directChannels = std::min(o.channels, device::kMaxDirectCtas);
   plan_.tuner.setEngineLimits(limits);
   std::vector<GpuLayoutSettings> layouts(nranks_);
   layouts[rank_] = {static_cast<int64_t>(o.simpleSlotBytes),
@@ -269,8 +270,10 @@ exec::CudaCall Comm::gpuCall(const CollRequest& r) {
                     static_cast<int>(tune::Proto::kLL128) == static_cast<int>(device::Proto::kLL128) &&
                     static_cast<int>(tune::Proto::kSimple) == static_cast<int>(device::Proto::kSimple),
                 "the tuner's protocols are the kernels'");
-  const tune::Tuner::Plan p = plan_.tuner.plan(r.coll, r.count, typeSize(r.type), r.root, r.op == braidAvg);
   exec::CudaCall call;
+  call.direct = gpu_->directCalls() && directBuffers(r, &call);
+  const tune::Tuner::Plan p =
+      plan_.tuner.plan(r.coll, r.count, typeSize(r.type), r.root, r.op == braidAvg, call.direct);
   call.shape = p.shape;
   call.proto = static_cast<device::Proto>(p.proto);
   call.input = r.sendbuff;
@@ -278,7 +281,6 @@ exec::CudaCall Comm::gpuCall(const CollRequest& r) {
   call.type = r.type;
   call.op = r.op;
   call.stream = r.stream;
-  call.direct = gpu_->directCalls() && directBuffers(r, &call);
   return call;
 }
 

@@ -90,7 +90,7 @@ struct CudaCall {
   void* stream = nullptr;  // cudaStream_t
   CallNote note;           // its tag goes to the call ledger; the rest to BRAID_TIMEOUT
   // Every rank's buffers are registered and reached by their addresses (directCalls()): the call
-  // runs the direct kernel (device/direct.cuh) on directCtas() CTAs, not shape's algorithm.
+  // runs the direct kernel (device/direct.cuh) on the CTAs the tuner planned (Tuner::plan).
   bool direct = false;
   // Direct across processes: what each rank, in the one-shot regions' order (k: rank (rank + k) %
   // nranks), adds to this rank's input and output addresses to reach them (its mapping of the
@@ -186,9 +186,6 @@ class CudaEngine {
   Status openWindow(const std::vector<WindowOffer>& offers, std::vector<uint64_t>* seenAt);
   /// Ends openWindow's mappings once the calls this rank queued so far are over.
   Status closeWindow(const std::vector<WindowOffer>& offers);
-  /// The CTAs a direct call of `bytes` (a rank's block for all-gather and reduce-scatter, else the
-  /// buffer) runs on: the same on every rank, within the engine's channels.
-  int directCtas(size_t bytes) const;
 
  private:
   struct State;

@@ -41,6 +41,5 @@ Status CudaEngine::openWindow(const std::vector<WindowOffer>&, std::vector<uint6
   return invalidUsage("no CUDA support");
 }
 Status CudaEngine::closeWindow(const std::vector<WindowOffer>&) { return invalidUsage("no CUDA support"); }
-int CudaEngine::directCtas(size_t) const { return 0; }
 
 }  // namespace braid::exec

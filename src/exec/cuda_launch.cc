@@ -268,21 +268,15 @@ Status CudaEngine::launchRun(const CudaCall* calls, const algo::CallShape* shape
 
 bool CudaEngine::directCalls() const { return s_->direct; }
 
-int CudaEngine::directCtas(size_t bytes) const {
-  constexpr size_t kBytesPerCta = 256 * 1024;  // a CTA streams this much per call at least
-  const size_t wanted = (bytes + kBytesPerCta - 1) / kBytesPerCta;
-  const size_t most = static_cast<size_t>(std::min(s_->o.channels, device::kMaxDirectCtas));
-  return static_cast<int>(std::max<size_t>(1, std::min(wanted, most)));
-}
-
 // A direct call (device/direct.cuh): the one-shot's regions carry the buffers' addresses.
 Status CudaEngine::launchDirect(const CudaCall& call) {
   State& s = *s_;
   if (!s.direct) return internalError("a direct call on a communicator whose ranks do not reach each other's memory");
-  const size_t es = device::elemSizeOf(call.type);
-  algo::CallShape shape = call.shape;
-  shape.algo = algo::Algo::kOneShot;  // one lane, every thread
-  shape.nChannels = directCtas(shape.count * es);
+  const algo::CallShape& shape = call.shape;  // as the tuner planned it: one lane, every thread
+  if (shape.algo != algo::Algo::kOneShot || shape.nChannels < 1 || shape.nChannels > device::kMaxDirectCtas) {
+    return internalError("a direct call planned as " + std::string(algo::algoName(shape.algo)) + " on " +
+                         std::to_string(shape.nChannels) + " CTAs");
+  }
   device::DirectKernelArgs k;
   k.base = kernelArgs(shape, device::Proto::kSimple);
   k.call = callArgs(shape, call.input, call.output, call.type, call.op);

@@ -176,7 +176,7 @@ int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
   return engine > 0 ? std::min(channels, engine) : channels;
 }
 
-Tuner::Plan Tuner::plan(algo::Coll coll, size_t count, size_t elemBytes, int root, bool postOp) const {
+Tuner::Plan Tuner::plan(algo::Coll coll, size_t count, size_t elemBytes, int root, bool postOp, bool direct) const {
   const Decision d = decide(coll, algo::messageElems(coll, count, machine_.nranks) * elemBytes);
   Plan p;
   p.shape.coll = coll;
@@ -188,6 +188,14 @@ Tuner::Plan Tuner::plan(algo::Coll coll, size_t count, size_t elemBytes, int roo
   p.shape.postOp = postOp;
   p.proto = d.proto;
   p.predictedUs = d.predictedUs;
+  if (direct) {
+    constexpr size_t kBytesPerCta = 256 * 1024;  // a CTA streams this much per call at least
+    const size_t wanted = (count * elemBytes + kBytesPerCta - 1) / kBytesPerCta;
+    p.shape.algo = algo::Algo::kOneShot;
+    p.shape.nChannels = static_cast<int>(
+        std::max<size_t>(1, std::min(wanted, static_cast<size_t>(std::max(1, limits_.directChannels)))));
+    p.proto = Proto::kSimple;
+  }
   return p;
 }
 

@@ -69,13 +69,15 @@ class Tuner {
 
   /// What runs for one call: `count` elements of `elemBytes` each (the API's count: per rank's block
   /// for all-gather and reduce-scatter), decided once here for both engines. `postOp`: the call
-  /// divides its result by the ranks (average).
+  /// divides its result by the ranks (average). `direct`: every rank's buffers are reached by
+  /// address (registered, or windows): the direct kernel, Simple, on a CTA per 256 KiB of `count`
+  /// up to the engine's directChannels, the same on every rank.
   struct Plan {
     algo::CallShape shape;
     Proto proto = Proto::kSimple;
     double predictedUs = 0;
   };
-  Plan plan(algo::Coll coll, size_t count, size_t elemBytes, int root, bool postOp) const;
+  Plan plan(algo::Coll coll, size_t count, size_t elemBytes, int root, bool postOp, bool direct = false) const;
 
   /// A table of decisions: one line per size (powers of 4 from 8 B to `maxBytes`) and collective.
   std::string table(size_t maxBytes) const;
@@ -104,6 +106,7 @@ class Tuner {
     int ringChannels = 0;
     int channels = 0;
     size_t slotBytes[kNumProtos] = {512 * 1024, 32 * 1024, 64 * 1024};  // by Proto
+    int directChannels = 1;  // the most CTAs of a direct call (registered buffers, windows)
   };
   void setEngineLimits(const EngineLimits& limits) {
     limits_ = limits;

@@ -157,6 +157,36 @@ TEST(Tuner, DecisionsStayWithinTheEngine) {
   }
 }
 
+// A call's plan is the decision for its message (all-gather's output, reduce-scatter's input, the
+// buffer of the others: the collective's count is per rank's block for the first two), in elements;
+// a direct call runs Simple on a CTA per 256 KiB of the count, within the engine's direct CTAs.
+TEST(Tuner, APlanIsTheDecisionForItsMessageOrTheDirectKernel) {
+  Machine m = machineOf(fixture("nvswitch-8gpu.xml"));
+  Tuner t = tunerFor(m);
+  Tuner::EngineLimits limits;
+  limits.directChannels = 3;
+  t.setEngineLimits(limits);
+  const size_t n = static_cast<size_t>(m.nranks);
+  for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kBroadcast}) {
+    for (size_t count : {size_t{1}, size_t{1000}, size_t{1} << 22}) {
+      const size_t message = (coll == Coll::kAllGather || coll == Coll::kReduceScatter ? count * n : count) * 4;
+      const Decision d = t.decide(coll, message);
+      const Tuner::Plan p = t.plan(coll, count, 4, 2, true);
+      EXPECT_EQ(p.shape.algo, d.algo) << describe(d);
+      EXPECT_EQ(p.proto, d.proto) << describe(d);
+      EXPECT_EQ(p.shape.nChannels, d.channels) << describe(d);
+      EXPECT_EQ(p.shape.chunkElems, std::max<size_t>(1, d.chunkBytes / 4)) << describe(d);
+      EXPECT_EQ(p.shape.count, count);
+      EXPECT_EQ(p.shape.root, 2);
+      EXPECT_TRUE(p.shape.postOp);
+      const Tuner::Plan direct = t.plan(coll, count, 4, 0, false, true);
+      EXPECT_EQ(direct.shape.algo, algo::Algo::kOneShot);
+      EXPECT_EQ(direct.proto, Proto::kSimple);
+      EXPECT_EQ(direct.shape.nChannels, static_cast<int>(std::min<size_t>(3, (count * 4 + 262143) / 262144))) << count;
+    }
+  }
+}
+
 // The one-shot: offered only once the executor reserved its buffers, only with LL and only up to the
 // reserved size per block; forcing it beyond that size falls back to the ring.
 TEST(Tuner, OneShotOnlyWhereItsBuffersReach) {
