@@ -13,6 +13,10 @@
 
 namespace braid::algo {
 
+/// How a call's slots are written (FIFO protocols; host memory uses Simple): one enum for the tuner
+/// that chooses it and the kernels that run it (tune::Proto, device::Proto).
+enum class Proto : int { kSimple = 0, kLL = 1, kLL128 = 2, kNumProtos = 3 };
+
 BRAID_HOST_DEVICE inline size_t minSize(size_t a, size_t b) { return a < b ? a : b; }
 BRAID_HOST_DEVICE inline size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
 /// (a mod n) for a possibly negative a.

@@ -266,16 +266,12 @@ Status Comm::connectGpu() {
 }
 
 exec::CudaCall Comm::gpuCall(const CollRequest& r) {
-  static_assert(static_cast<int>(tune::Proto::kLL) == static_cast<int>(device::Proto::kLL) &&
-                    static_cast<int>(tune::Proto::kLL128) == static_cast<int>(device::Proto::kLL128) &&
-                    static_cast<int>(tune::Proto::kSimple) == static_cast<int>(device::Proto::kSimple),
-                "the tuner's protocols are the kernels'");
   exec::CudaCall call;
   call.direct = gpu_->directCalls() && directBuffers(r, &call);
   const tune::Tuner::Plan p =
       plan_.tuner.plan(r.coll, r.count, typeSize(r.type), r.root, r.op == braidAvg, call.direct);
   call.shape = p.shape;
-  call.proto = static_cast<device::Proto>(p.proto);
+  call.proto = p.proto;
   call.input = r.sendbuff;
   call.output = r.recvbuff;
   call.type = r.type;

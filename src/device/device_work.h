@@ -36,7 +36,7 @@ constexpr size_t kLlDataPerLine = 8;
 constexpr size_t kLl128LineBytes = 128;  // one warp's 8 threads x 16 bytes: 15 data words and a flag
 constexpr size_t kLl128DataPerLine = 120;
 
-enum class Proto : int { kSimple = 0, kLL = 1, kLL128 = 2, kNumProtos = 3 };
+using Proto = algo::Proto;
 
 /// Bytes of one element of braidDataType_t `type` (kernels get the type as an int).
 BRAID_HOST_DEVICE inline size_t elemSizeOf(int type) {

@@ -25,7 +25,7 @@
 
 namespace braid::tune {
 
-enum class Proto : int { kSimple = 0, kLL, kLL128, kNumProtos };
+using Proto = algo::Proto;
 const char* protoName(Proto proto);
 
 /// How a protocol scales a GPU machine's hop latency and bandwidth, and how many bytes a channel
