@@ -274,6 +274,7 @@ braidResult_t braidCommWindowRegister(braidComm_t comm, void* buff, size_t size,
     BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
     // Registering is a collective: bad arguments on this rank are its error, after it has taken part.
     const Status refused = checkWindowArgs(buff, size, win, winFlags);
+    if (win != nullptr) *win = nullptr;  // (what a refused registration leaves)
     void* handle = nullptr;
     BRAID_RETURN_IF_ERROR(
         c->registerWindow(buff, size, refused, &handle).withContext("rank " + std::to_string(c->rank())));

@@ -68,10 +68,10 @@ Status CudaEngine::openWindow(const std::vector<WindowOffer>& offers, std::vecto
       continue;
     }
     void* at = nullptr;
-    Status st = transport::openIpcMapping(o.ipc, "rank " + std::to_string(q) + "'s window", &at);
+    Status st = transport::openIpcMapping(s.o.device, o.ipc, "rank " + std::to_string(q) + "'s window", &at);
     if (!st.isOk()) {
       for (size_t p = 0; p < q; ++p) {
-        if (s.identities[p].pid != s.identities[me].pid) transport::closeIpcMapping(offers[p].ipc);
+        if (s.identities[p].pid != s.identities[me].pid) transport::closeIpcMapping(s.o.device, offers[p].ipc);
       }
       seenAt->assign(offers.size(), 0);
       return st;
@@ -90,7 +90,7 @@ Status CudaEngine::closeWindow(const std::vector<WindowOffer>& offers) {
   Status st =
       s.lastStream != nullptr ? cudaCheck("cudaEventSynchronize", cudaEventSynchronize(s.lastDone)) : Status::ok();
   for (size_t q = 0; q < offers.size(); ++q) {
-    if (s.identities[q].pid != s.identities[s.o.rank].pid) transport::closeIpcMapping(offers[q].ipc);
+    if (s.identities[q].pid != s.identities[s.o.rank].pid) transport::closeIpcMapping(s.o.device, offers[q].ipc);
   }
   return st;
 }

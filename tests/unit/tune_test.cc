@@ -164,11 +164,11 @@ TEST(Tuner, APlanIsTheDecisionForItsMessageOrTheDirectKernel) {
   Machine m = machineOf(fixture("nvswitch-8gpu.xml"));
   Tuner t = tunerFor(m);
   Tuner::EngineLimits limits;
-  limits.directChannels = 3;
+  limits.directChannels = 5;
   t.setEngineLimits(limits);
   const size_t n = static_cast<size_t>(m.nranks);
   for (Coll coll : {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kBroadcast}) {
-    for (size_t count : {size_t{1}, size_t{1000}, size_t{1} << 22}) {
+    for (size_t count : {size_t{1}, size_t{1000}, size_t{200000}, size_t{1} << 22}) {  // 1, 1, 4 and 5 CTAs
       const size_t message = (coll == Coll::kAllGather || coll == Coll::kReduceScatter ? count * n : count) * 4;
       const Decision d = t.decide(coll, message);
       const Tuner::Plan p = t.plan(coll, count, 4, 2, true);
@@ -182,7 +182,7 @@ TEST(Tuner, APlanIsTheDecisionForItsMessageOrTheDirectKernel) {
       const Tuner::Plan direct = t.plan(coll, count, 4, 0, false, true);
       EXPECT_EQ(direct.shape.algo, algo::Algo::kOneShot);
       EXPECT_EQ(direct.proto, Proto::kSimple);
-      EXPECT_EQ(direct.shape.nChannels, static_cast<int>(std::min<size_t>(3, (count * 4 + 262143) / 262144))) << count;
+      EXPECT_EQ(direct.shape.nChannels, static_cast<int>(std::min<size_t>(5, (count * 4 + 262143) / 262144))) << count;
     }
   }
 }

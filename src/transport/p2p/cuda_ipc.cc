@@ -22,21 +22,21 @@ std::map<std::string, Mapping>& mappings() {
   static auto* m = new std::map<std::string, Mapping>;  // never destroyed: used until the last comm ends
   return *m;
 }
-std::string keyOf(const unsigned char* handle) {
-  return std::string(reinterpret_cast<const char*>(handle), kIpcHandleBytes);
+std::string keyOf(int device, const unsigned char* handle) {
+  return std::to_string(device) + ":" + std::string(reinterpret_cast<const char*>(handle), kIpcHandleBytes);
 }
 
 }  // namespace
 
-Status openIpcMapping(const unsigned char* handle, const std::string& what, void** at) {
+Status openIpcMapping(int device, const unsigned char* handle, const std::string& what, void** at) {
   std::lock_guard<std::mutex> lock(mappingsMu);
-  Mapping& m = mappings()[keyOf(handle)];
+  Mapping& m = mappings()[keyOf(device, handle)];
   if (m.users == 0) {
     cudaIpcMemHandle_t h;
     std::memcpy(&h, handle, sizeof(h));
     const cudaError_t err = cudaIpcOpenMemHandle(&m.at, h, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
-      mappings().erase(keyOf(handle));
+      mappings().erase(keyOf(device, handle));
       return cudaCheck("cudaIpcOpenMemHandle of " + what, err);
     }
   }
@@ -45,9 +45,9 @@ Status openIpcMapping(const unsigned char* handle, const std::string& what, void
   return Status::ok();
 }
 
-void closeIpcMapping(const unsigned char* handle) {
+void closeIpcMapping(int device, const unsigned char* handle) {
   std::lock_guard<std::mutex> lock(mappingsMu);
-  auto it = mappings().find(keyOf(handle));
+  auto it = mappings().find(keyOf(device, handle));
   if (it == mappings().end() || --it->second.users > 0) return;
   cudaIpcCloseMemHandle(it->second.at);
   mappings().erase(it);

@@ -14,11 +14,11 @@ P2pDeviceTransport::P2pDeviceTransport(int device, int64_t pid, int nranks, cons
       device_(device),
       pid_(pid),
       opened_(nranks, false),
-      offers_(nranks) {}
+      handles_(nranks) {}
 
 P2pDeviceTransport::~P2pDeviceTransport() {
   for (size_t r = 0; r < arenas_.size(); ++r) {
-    if (opened_[r]) closeIpcMapping(offers_[r].ipc);
+    if (opened_[r]) closeIpcMapping(device_, handles_[r].data());
   }
 }
 
@@ -43,10 +43,10 @@ Status P2pDeviceTransport::reach(int peer, const PeerIdentity& identity, const D
     return Status::ok();
   }
   void* p = nullptr;
-  BRAID_RETURN_IF_ERROR(openIpcMapping(offer.ipc, "the buffers of " + describePeer(peer, identity), &p));
+  BRAID_RETURN_IF_ERROR(openIpcMapping(device_, offer.ipc, "the buffers of " + describePeer(peer, identity), &p));
   arenas_[peer] = static_cast<char*>(p);
   opened_[peer] = true;
-  offers_[peer] = offer;
+  std::memcpy(handles_[peer].data(), offer.ipc, kIpcHandleBytes);
   *path = identity.device == device_ ? "P2P/IPC (same device)" : "P2P/IPC";
   return Status::ok();
 }

@@ -2,10 +2,12 @@
 // within a process (peer access enabled between two devices) or by CUDA IPC across processes.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include "transport/device_links.h"
+#include "transport/p2p/cuda_ipc.h"
 
 namespace braid::transport {
 
@@ -21,8 +23,8 @@ class P2pDeviceTransport : public MappedDeviceTransport {
  private:
   const int device_;
   const int64_t pid_;
-  std::vector<bool> opened_;         // by CUDA IPC (cuda_ipc.h)
-  std::vector<DeviceOffer> offers_;  // each peer's, for the handle to release
+  std::vector<bool> opened_;                                         // by CUDA IPC (cuda_ipc.h)
+  std::vector<std::array<unsigned char, kIpcHandleBytes>> handles_;  // what each opened, to release
 };
 
 }  // namespace braid::transport
