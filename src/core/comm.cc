@@ -267,16 +267,9 @@ Status Comm::connectGpu() {
 
 exec::CudaCall Comm::gpuCall(const CollRequest& r) {
   exec::CudaCall call;
+  static_cast<algo::Call&>(call) = r;
   call.direct = gpu_->directCalls() && directBuffers(r, &call);
-  const tune::Tuner::Plan p =
-      plan_.tuner.plan(r.coll, r.count, typeSize(r.type), r.root, r.op == braidAvg, call.direct);
-  call.shape = p.shape;
-  call.proto = p.proto;
-  call.input = r.sendbuff;
-  call.output = r.recvbuff;
-  call.type = r.type;
-  call.op = r.op;
-  call.stream = r.stream;
+  plan_.tuner.plan(&call, typeSize(r.type));
   return call;
 }
 
@@ -496,8 +489,8 @@ const tune::Tuner* Comm::tuner() const {
 
 double Comm::estimateUs(const CollRequest& request) const {
   const tune::Tuner* t = tuner();
-  return t == nullptr ? 0
-                      : t->plan(request.coll, request.count, typeSize(request.type), request.root, false).predictedUs;
+  CollRequest call = request;
+  return t == nullptr ? 0 : t->plan(&call, typeSize(request.type));
 }
 
 double Comm::estimateUs(const P2pRequest& request) const {

@@ -127,8 +127,10 @@ HostEngine::~HostEngine() {
 
 size_t sendElems(const CollRequest& r, int nranks) { return algo::inputElems(r.coll, r.count, nranks); }
 
-algo::CallShape HostEngine::decide(const CollRequest& r) const {
-  return tuner_.plan(r.coll, r.count, typeSize(r.type), r.root, r.op == braidAvg).shape;
+CollRequest HostEngine::planned(const CollRequest& r) const {
+  CollRequest call = r;
+  tuner_.plan(&call, typeSize(r.type));
+  return call;
 }
 
 // A call that failed leaves its connections out of step: close them, so that every peer still
@@ -217,22 +219,22 @@ Status HostEngine::runP2p(const std::vector<P2pRequest>& requests) {
   }));
 }
 
-Status HostEngine::run(const CollRequest& r) {
+Status HostEngine::run(const CollRequest& request) {
   std::lock_guard<std::mutex> lock(callMu_);
-  algo::CallShape call = decide(r);
-  BRAID_TRACE(log::Subsys::kColl, algo::collName(call.coll), " count ", call.count, " ", typeName(r.type), " ",
-              opName(r.op), ": ", algo::algoName(call.algo), ", ", call.nChannels, " channel(s), chunk ",
+  const CollRequest call = planned(request);
+  BRAID_TRACE(log::Subsys::kColl, algo::collName(call.coll), " count ", call.count, " ", typeName(call.type), " ",
+              opName(call.op), ": ", algo::algoName(call.algo), ", ", call.nChannels, " channel(s), chunk ",
               call.chunkElems, " elements");
   exec::HostCall host;
-  host.input = static_cast<const char*>(r.sendbuff);
-  host.output = static_cast<char*>(r.recvbuff);
-  host.elemSize = typeSize(r.type);
-  host.type = r.type;
-  host.op = r.op;
+  host.input = static_cast<const char*>(call.sendbuff);
+  host.output = static_cast<char*>(call.recvbuff);
+  host.elemSize = typeSize(call.type);
+  host.type = call.type;
+  host.op = call.op;
   host.nranks = nranks_;
   host.rank = rank_;
   host.abort = abort_;
-  host.tag = collectiveTag(r, ++collectives_);
+  host.tag = collectiveTag(call, ++collectives_);
   host.describeTag = describeTag;
   return finish(watched(&host, static_cast<int>(call.algo),
                         [&] { return exec::runHostCall(geometry_, call, host, links_, pool_); }));

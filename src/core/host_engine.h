@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "algo/call.h"
 #include "algo/geometry.h"
 #include "braid/braid.h"
 #include "core/config.h"
@@ -23,23 +24,8 @@ namespace braid::core {
 
 class CallWatch;
 
-/// One collective call as the API received it.
-struct CollRequest {
-  algo::Coll coll = algo::Coll::kAllReduce;
-  const void* sendbuff = nullptr;
-  void* recvbuff = nullptr;
-  size_t count = 0;
-  braidDataType_t type = braidFloat32;
-  braidRedOp_t op = braidSum;
-  int root = 0;
-  void* stream = nullptr;  // cudaStream_t of a GPU communicator's call
-  // A pre-multiplied sum (braidRedOpCreatePreMulSum): op is braidSum, and the input is multiplied
-  // by the scalar first: `preMulValue` (read at creation) or, when null, `*preMulPointer` as the
-  // call runs.
-  bool preMul = false;
-  uint64_t preMulValue = 0;
-  const void* preMulPointer = nullptr;
-};
+/// One collective call as the API received it, and then as the tuner planned it (algo/call.h).
+using CollRequest = algo::Call;
 
 /// Elements a collective reads from its send buffer: count, or count x ranks for reduce-scatter.
 size_t sendElems(const CollRequest& request, int nranks);
@@ -104,7 +90,8 @@ class HostEngine {
   Status runP2p(const std::vector<P2pRequest>& requests);
 
   /// The algorithm, channels and chunk the tuner gives a call (logged at TRACE).
-  algo::CallShape decide(const CollRequest& request) const;
+  /// `request` as the tuner plans it on this engine.
+  CollRequest planned(const CollRequest& request) const;
   const tune::Tuner& tuner() const { return tuner_; }
 
   /// CPUs this process may run on (its affinity mask), at least 1.

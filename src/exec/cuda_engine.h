@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "algo/call.h"
 #include "algo/geometry.h"
 #include "algo/p2p.h"
 #include "braid/braid.h"
@@ -79,19 +80,10 @@ constexpr device::Proto kProtoSimple = device::Proto::kSimple;
 constexpr device::Proto kProtoLL = device::Proto::kLL;
 constexpr device::Proto kProtoLL128 = device::Proto::kLL128;
 
-/// One GPU call, shaped by the tuner.
-struct CudaCall {
-  algo::CallShape shape;
-  device::Proto proto = device::Proto::kSimple;
-  const void* input = nullptr;
-  void* output = nullptr;
-  braidDataType_t type = braidFloat32;
-  braidRedOp_t op = braidSum;
-  void* stream = nullptr;  // cudaStream_t
-  CallNote note;           // its tag goes to the call ledger; the rest to BRAID_TIMEOUT
-  // Every rank's buffers are registered and reached by their addresses (directCalls()): the call
-  // runs the direct kernel (device/direct.cuh) on the CTAs the tuner planned (Tuner::plan).
-  bool direct = false;
+/// One GPU call: the call as the tuner planned it (algo/call.h; a direct one runs the direct
+/// kernel, device/direct.cuh, on the CTAs planned), and what its launch needs besides.
+struct CudaCall : algo::Call {
+  CallNote note;  // its tag goes to the call ledger; the rest to BRAID_TIMEOUT
   // Direct across processes: what each rank, in the one-shot regions' order (k: rank (rank + k) %
   // nranks), adds to this rank's input and output addresses to reach them (its mapping of the
   // window holding them; 0 within one process).
@@ -191,12 +183,12 @@ class CudaEngine {
   struct State;
   explicit CudaEngine(std::unique_ptr<State> state);
   device::KernelArgs kernelArgs(const algo::CallShape& shape, device::Proto proto) const;
-  Status boundedShape(const CudaCall& call, algo::CallShape* shape) const;
+  Status checkPlan(const CudaCall& call) const;
   Status launch(void* stream, const char* range, const std::function<int()>& launchFn);
   Status openLedgers(const std::vector<transport::PeerIdentity>& ids);
   Status linkLedgers(const std::vector<transport::PeerIdentity>& ids);
   Status enterLedger(const CudaCall* calls, size_t n);
-  Status launchRun(const CudaCall* calls, const algo::CallShape* shapes, const LaunchKey* keys, size_t n);
+  Status launchRun(const CudaCall* calls, const LaunchKey* keys, size_t n);
   Status launchDirect(const CudaCall& call);
   std::unique_ptr<State> s_;
 };

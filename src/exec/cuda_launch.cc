@@ -134,28 +134,28 @@ Status CudaEngine::launch(void* stream, const char* range, const std::function<i
 
 namespace {
 
-device::CallArgs callArgs(const algo::CallShape& shape, const void* input, void* output, braidDataType_t type,
-                          braidRedOp_t op) {
+// A call's parameters in a kernel's argument block: made from its record, here only.
+device::CallArgs callArgs(const algo::Call& call) {
   device::CallArgs c;
-  c.input = input;
-  c.output = output;
-  c.count = shape.count;
-  c.chunkElems = shape.chunkElems;
-  c.root = shape.root;
-  c.nChannels = shape.nChannels;
-  c.type = type;
-  c.op = op;
-  c.postOp = shape.postOp;
+  c.input = call.sendbuff;
+  c.output = call.recvbuff;
+  c.count = call.count;
+  c.chunkElems = call.chunkElems;
+  c.root = call.root;
+  c.nChannels = call.nChannels;
+  c.type = call.type;
+  c.op = call.op;
+  c.postOp = call.postOp;
   return c;
 }
 
 }  // namespace
 
-// The call's shape as the tuner decided it, checked against what the engine has (the tuner knows
-// the engine's channels and slots: a shape outside them is a bug, not a call to clamp).
-Status CudaEngine::boundedShape(const CudaCall& call, algo::CallShape* shape) const {
+// The call as the tuner planned it, checked against what the engine has (the tuner knows the
+// engine's channels and slots: a plan outside them is a bug, not a call to clamp).
+Status CudaEngine::checkPlan(const CudaCall& call) const {
   const State& s = *s_;
-  *shape = call.shape;
+  const algo::CallShape* shape = &call;
   const bool oneShot = shape->algo == algo::Algo::kOneShot;
   const int most = oneShot ? s.o.oneShotChannels : shape->algo == algo::Algo::kRing ? s.o.channels : s.o.fullChannels;
   const size_t slot = slotElems(s.o, call.proto, device::elemSizeOf(call.type));
@@ -199,22 +199,22 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
-  std::vector<algo::CallShape> shapes(n);
   std::vector<LaunchKey> keys(n);
   BRAID_RETURN_IF_ERROR(enterLedger(calls, n));
   for (size_t i = 0; i < n; ++i) {
-    if (calls[i].direct) continue;
-    BRAID_RETURN_IF_ERROR(boundedShape(calls[i], &shapes[i]));
-    keys[i].kernel = static_cast<int>(kernelKind(shapes[i].coll, shapes[i].algo));
-    keys[i].proto = static_cast<int>(calls[i].proto);
-    keys[i].stream = calls[i].stream;
-    keys[i].oneShot = shapes[i].algo == algo::Algo::kOneShot;
-    keys[i].oneShotWords = (shapes[i].count * device::elemSizeOf(calls[i].type) + 7) / 8;
+    const CudaCall& c = calls[i];
+    if (c.direct) continue;
+    BRAID_RETURN_IF_ERROR(checkPlan(c));
+    keys[i].kernel = static_cast<int>(kernelKind(c.coll, c.algo));
+    keys[i].proto = static_cast<int>(c.proto);
+    keys[i].stream = c.stream;
+    keys[i].oneShot = c.algo == algo::Algo::kOneShot;
+    keys[i].oneShotWords = (c.count * device::elemSizeOf(c.type) + 7) / 8;
   }
   size_t begin = 0;
   for (size_t i = 0; i <= n; ++i) {
     if (i < n && !calls[i].direct) continue;
-    BRAID_RETURN_IF_ERROR(launchRun(calls + begin, shapes.data() + begin, keys.data() + begin, i - begin));
+    BRAID_RETURN_IF_ERROR(launchRun(calls + begin, keys.data() + begin, i - begin));
     if (i < n) BRAID_RETURN_IF_ERROR(launchDirect(calls[i]));
     begin = i + 1;
   }
@@ -222,23 +222,22 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
 }
 
 // Calls that are not direct, in launches as launch_plan.h cuts them.
-Status CudaEngine::launchRun(const CudaCall* calls, const algo::CallShape* shapes, const LaunchKey* keys, size_t n) {
+Status CudaEngine::launchRun(const CudaCall* calls, const LaunchKey* keys, size_t n) {
   State& s = *s_;
   if (n == 0) return Status::ok();
   const std::vector<LaunchKey> run(keys, keys + n);
   for (const LaunchRange& r : planLaunches(run, device::kMaxBatchCalls, s.o.oneShotBytes / device::kLlDataPerLine)) {
     const CudaCall& first = calls[r.begin];
     const auto kind = static_cast<device::KernelKind>(keys[r.begin].kernel);
-    const algo::CallShape& shape = shapes[r.begin];
+    const algo::CallShape& shape = first;
     device::CollKernelArgs k;
     k.base = kernelArgs(shape, first.proto);
     int channels = 0;
     size_t total = 0;
     for (size_t i = r.begin; i < r.end; ++i) {
-      const algo::CallShape& cs = shapes[i];
-      k.calls[k.nCalls++] = callArgs(cs, calls[i].input, calls[i].output, calls[i].type, calls[i].op);
-      channels = std::max(channels, cs.nChannels);
-      total += cs.count;
+      k.calls[k.nCalls++] = callArgs(calls[i]);
+      channels = std::max(channels, calls[i].nChannels);
+      total += calls[i].count;
     }
     char range[160];
     const char* name = device::kernelName(kind, first.proto, k.nCalls);
@@ -272,17 +271,17 @@ bool CudaEngine::directCalls() const { return s_->direct; }
 Status CudaEngine::launchDirect(const CudaCall& call) {
   State& s = *s_;
   if (!s.direct) return internalError("a direct call on a communicator whose ranks do not reach each other's memory");
-  const algo::CallShape& shape = call.shape;  // as the tuner planned it: one lane, every thread
+  const algo::CallShape& shape = call;  // as the tuner planned it: one lane, every thread
   if (shape.algo != algo::Algo::kOneShot || shape.nChannels < 1 || shape.nChannels > device::kMaxDirectCtas) {
     return internalError("a direct call planned as " + std::string(algo::algoName(shape.algo)) + " on " +
                          std::to_string(shape.nChannels) + " CTAs");
   }
   device::DirectKernelArgs k;
   k.base = kernelArgs(shape, device::Proto::kSimple);
-  k.call = callArgs(shape, call.input, call.output, call.type, call.op);
+  k.call = callArgs(call);
   for (int q = 0; q < device::kMaxOneShotRanks; ++q) {
-    k.input[q] = reinterpret_cast<uint64_t>(call.input) + static_cast<uint64_t>(call.inputShift[q]);
-    k.output[q] = reinterpret_cast<uint64_t>(call.output) + static_cast<uint64_t>(call.outputShift[q]);
+    k.input[q] = reinterpret_cast<uint64_t>(call.sendbuff) + static_cast<uint64_t>(call.inputShift[q]);
+    k.output[q] = reinterpret_cast<uint64_t>(call.recvbuff) + static_cast<uint64_t>(call.outputShift[q]);
   }
   char range[160];
   std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d",
@@ -369,13 +368,16 @@ Status CudaEngine::runP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pO
     }
     if (classSends.empty() && classRecvs.empty()) continue;
     const device::Proto proto = ll ? device::Proto::kLL : device::Proto::kSimple;
-    algo::CallShape shape;
+    algo::Call shape;                    // the messages' bytes from their bases
     shape.coll = algo::Coll::kNumColls;  // marks send/recv: two lanes
     shape.nChannels = ll ? 1 : s.p2pChannels();
     shape.chunkElems = slotElems(s.o, proto, 1);
+    shape.sendbuff = sendBase;
+    shape.recvbuff = recvBase;
+    shape.type = braidUint8;
     device::P2pKernelArgs p;
     p.base = kernelArgs(shape, proto);
-    p.call = callArgs(shape, sendBase, recvBase, braidUint8, braidSum);
+    p.call = callArgs(shape);
     p.nSends = static_cast<int>(classSends.size());
     p.nRecvs = static_cast<int>(classRecvs.size());
     std::copy(classSends.begin(), classSends.end(), p.sends);

@@ -176,27 +176,22 @@ int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
   return engine > 0 ? std::min(channels, engine) : channels;
 }
 
-Tuner::Plan Tuner::plan(algo::Coll coll, size_t count, size_t elemBytes, int root, bool postOp, bool direct) const {
-  const Decision d = decide(coll, algo::messageElems(coll, count, machine_.nranks) * elemBytes);
-  Plan p;
-  p.shape.coll = coll;
-  p.shape.algo = d.algo;
-  p.shape.count = count;
-  p.shape.root = root;
-  p.shape.nChannels = d.channels;
-  p.shape.chunkElems = std::max<size_t>(1, d.chunkBytes / elemBytes);
-  p.shape.postOp = postOp;
-  p.proto = d.proto;
-  p.predictedUs = d.predictedUs;
-  if (direct) {
+double Tuner::plan(algo::Call* call, size_t elemBytes) const {
+  const Decision d = decide(call->coll, algo::messageElems(call->coll, call->count, machine_.nranks) * elemBytes);
+  call->algo = d.algo;
+  call->nChannels = d.channels;
+  call->chunkElems = std::max<size_t>(1, d.chunkBytes / elemBytes);
+  call->postOp = call->op == braidAvg;
+  call->proto = d.proto;
+  if (call->direct) {
     constexpr size_t kBytesPerCta = 256 * 1024;  // a CTA streams this much per call at least
-    const size_t wanted = (count * elemBytes + kBytesPerCta - 1) / kBytesPerCta;
-    p.shape.algo = algo::Algo::kOneShot;
-    p.shape.nChannels = static_cast<int>(
+    const size_t wanted = (call->count * elemBytes + kBytesPerCta - 1) / kBytesPerCta;
+    call->algo = algo::Algo::kOneShot;
+    call->nChannels = static_cast<int>(
         std::max<size_t>(1, std::min(wanted, static_cast<size_t>(std::max(1, limits_.directChannels)))));
-    p.proto = Proto::kSimple;
+    call->proto = Proto::kSimple;
   }
-  return p;
+  return d.predictedUs;
 }
 
 Decision Tuner::decide(algo::Coll coll, size_t bytes) const {

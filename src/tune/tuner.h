@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "algo/geometry.h"
+#include "algo/call.h"
 #include "core/status.h"
 #include "tune/cost.h"
 #include "tune/decision_cache.h"
@@ -67,17 +67,13 @@ class Tuner {
   /// kept (DecisionCache), so repeated sizes cost a look-up.
   Decision decide(algo::Coll coll, size_t bytes) const;
 
-  /// What runs for one call: `count` elements of `elemBytes` each (the API's count: per rank's block
-  /// for all-gather and reduce-scatter), decided once here for both engines. `postOp`: the call
-  /// divides its result by the ranks (average). `direct`: every rank's buffers are reached by
-  /// address (registered, or windows): the direct kernel, Simple, on a CTA per 256 KiB of `count`
-  /// up to the engine's directChannels, the same on every rank.
-  struct Plan {
-    algo::CallShape shape;
-    Proto proto = Proto::kSimple;
-    double predictedUs = 0;
-  };
-  Plan plan(algo::Coll coll, size_t count, size_t elemBytes, int root, bool postOp, bool direct = false) const;
+  /// Plans `call` in place, once, for both engines: from what it asks (collective, count of
+  /// `elemBytes`-byte elements, per rank's block for all-gather and reduce-scatter; root; op, an
+  /// average dividing at the end; `direct`), its algorithm, channels, chunk, post-op and protocol.
+  /// A direct call (every rank's buffers reached by address: registered, or windows) runs the
+  /// direct kernel, Simple, on a CTA per 256 KiB of its count up to the engine's directChannels,
+  /// the same on every rank. Returns the model's time for the FIFO plan, in microseconds.
+  double plan(algo::Call* call, size_t elemBytes) const;
 
   /// A table of decisions: one line per size (powers of 4 from 8 B to `maxBytes`) and collective.
   std::string table(size_t maxBytes) const;

@@ -243,7 +243,7 @@ struct EngineForDecisions {
     braid::core::CollRequest r;
     r.coll = coll;
     r.count = bytes / 4;
-    return engine->decide(r).algo;
+    return engine->planned(r).algo;
   }
 };
 
@@ -280,7 +280,7 @@ TEST(HostDecision, EnvironmentListsApplyPerCollectiveAndBadNamesFail) {
     ASSERT_TRUE(e.status.isOk());
     braid::core::CollRequest r;
     r.count = 2;
-    EXPECT_EQ(e.engine->decide(r).algo, Algo::kRing);
+    EXPECT_EQ(e.engine->planned(r).algo, Algo::kRing);
     EXPECT_NE(e.engine->tuner().decide(Coll::kAllReduce, 8).note.find("nothing allowed"), std::string::npos);
   }
   for (const char* bad : {"ring,spiral", "allreduce:", "gather:ring", "^"}) {

@@ -171,18 +171,30 @@ TEST(Tuner, APlanIsTheDecisionForItsMessageOrTheDirectKernel) {
     for (size_t count : {size_t{1}, size_t{1000}, size_t{200000}, size_t{1} << 22}) {  // 1, 1, 4 and 5 CTAs
       const size_t message = (coll == Coll::kAllGather || coll == Coll::kReduceScatter ? count * n : count) * 4;
       const Decision d = t.decide(coll, message);
-      const Tuner::Plan p = t.plan(coll, count, 4, 2, true);
-      EXPECT_EQ(p.shape.algo, d.algo) << describe(d);
+      algo::Call p;
+      p.coll = coll;
+      p.count = count;
+      p.type = braidFloat32;
+      p.op = braidAvg;
+      p.root = 2;
+      EXPECT_EQ(t.plan(&p, 4), d.predictedUs);
+      EXPECT_EQ(p.algo, d.algo) << describe(d);
       EXPECT_EQ(p.proto, d.proto) << describe(d);
-      EXPECT_EQ(p.shape.nChannels, d.channels) << describe(d);
-      EXPECT_EQ(p.shape.chunkElems, std::max<size_t>(1, d.chunkBytes / 4)) << describe(d);
-      EXPECT_EQ(p.shape.count, count);
-      EXPECT_EQ(p.shape.root, 2);
-      EXPECT_TRUE(p.shape.postOp);
-      const Tuner::Plan direct = t.plan(coll, count, 4, 0, false, true);
-      EXPECT_EQ(direct.shape.algo, algo::Algo::kOneShot);
+      EXPECT_EQ(p.nChannels, d.channels) << describe(d);
+      EXPECT_EQ(p.chunkElems, std::max<size_t>(1, d.chunkBytes / 4)) << describe(d);
+      EXPECT_EQ(p.count, count);  // what the call asked stays
+      EXPECT_EQ(p.root, 2);
+      EXPECT_TRUE(p.postOp);
+      algo::Call direct;
+      direct.coll = coll;
+      direct.count = count;
+      direct.op = braidSum;
+      direct.direct = true;
+      t.plan(&direct, 4);
+      EXPECT_EQ(direct.algo, algo::Algo::kOneShot);
       EXPECT_EQ(direct.proto, Proto::kSimple);
-      EXPECT_EQ(direct.shape.nChannels, static_cast<int>(std::min<size_t>(5, (count * 4 + 262143) / 262144))) << count;
+      EXPECT_FALSE(direct.postOp);
+      EXPECT_EQ(direct.nChannels, static_cast<int>(std::min<size_t>(5, (count * 4 + 262143) / 262144))) << count;
     }
   }
 }
