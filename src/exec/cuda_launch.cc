@@ -155,21 +155,18 @@ device::CallArgs callArgs(const algo::Call& call) {
 // engine's channels and slots: a plan outside them is a bug, not a call to clamp).
 Status CudaEngine::checkPlan(const CudaCall& call) const {
   const State& s = *s_;
-  const algo::CallShape* shape = &call;
-  const bool oneShot = shape->algo == algo::Algo::kOneShot;
-  const int most = oneShot ? s.o.oneShotChannels : shape->algo == algo::Algo::kRing ? s.o.channels : s.o.fullChannels;
+  const bool oneShot = call.algo == algo::Algo::kOneShot;
+  const int most = oneShot ? s.o.oneShotChannels : call.algo == algo::Algo::kRing ? s.o.channels : s.o.fullChannels;
   const size_t slot = slotElems(s.o, call.proto, device::elemSizeOf(call.type));
-  if (shape->nChannels < 1 || shape->nChannels > most || shape->chunkElems < 1 ||
-      (!oneShot && shape->chunkElems > slot)) {
-    return internalError(std::string(algo::collName(shape->coll)) + " by " + algo::algoName(shape->algo) + " on " +
-                         std::to_string(shape->nChannels) + " channel(s) in chunks of " +
-                         std::to_string(shape->chunkElems) + " elements: outside the engine's " + std::to_string(most) +
+  if (call.nChannels < 1 || call.nChannels > most || call.chunkElems < 1 || (!oneShot && call.chunkElems > slot)) {
+    return internalError(std::string(algo::collName(call.coll)) + " by " + algo::algoName(call.algo) + " on " +
+                         std::to_string(call.nChannels) + " channel(s) in chunks of " +
+                         std::to_string(call.chunkElems) + " elements: outside the engine's " + std::to_string(most) +
                          " channel(s) and " + std::to_string(slot) + "-element slots");
   }
-  if (oneShot && shape->count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
-    return internalError("one-shot " + std::string(algo::collName(shape->coll)) + " of " +
-                         std::to_string(shape->count) + " elements per block exceeds its " +
-                         std::to_string(s.o.oneShotBytes) + "-byte buffers");
+  if (oneShot && call.count * device::elemSizeOf(call.type) > s.o.oneShotBytes) {
+    return internalError("one-shot " + std::string(algo::collName(call.coll)) + " of " + std::to_string(call.count) +
+                         " elements per block exceeds its " + std::to_string(s.o.oneShotBytes) + "-byte buffers");
   }
   return Status::ok();
 }
