@@ -84,6 +84,18 @@ braidResult_t query(const char* function, braidComm_t handle, int* out, const ch
   });
 }
 
+// A window registration's arguments (the registration is collective: see braidCommWindowRegister).
+Status checkWindowArgs(const void* buff, size_t size, const braidWindow_t* win, int winFlags) {
+  BRAID_RETURN_IF_ERROR(checkNotNull(buff, "buff"));
+  BRAID_RETURN_IF_ERROR(checkNotNull(win, "win"));
+  if (size == 0) return invalidArgument("'size' is 0: there is nothing to register");
+  if ((winFlags & ~BRAID_WIN_COLL_SYMMETRIC) != 0) {
+    return invalidArgument("'winFlags' = " + std::to_string(winFlags) +
+                           " has bits other than BRAID_WIN_COLL_SYMMETRIC (NCCL_WIN_COLL_SYMMETRIC)");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 }  // namespace braid::api
 
@@ -255,25 +267,12 @@ braidResult_t braidCommDeregister(const braidComm_t comm, void* handle) {
   });
 }
 
-namespace {
-Status checkWindowArgs(const void* buff, size_t size, const braidWindow_t* win, int winFlags) {
-  BRAID_RETURN_IF_ERROR(api::checkNotNull(buff, "buff"));
-  BRAID_RETURN_IF_ERROR(api::checkNotNull(win, "win"));
-  if (size == 0) return braid::invalidArgument("'size' is 0: there is nothing to register");
-  if ((winFlags & ~BRAID_WIN_COLL_SYMMETRIC) != 0) {
-    return braid::invalidArgument("'winFlags' = " + std::to_string(winFlags) +
-                                  " has bits other than BRAID_WIN_COLL_SYMMETRIC (NCCL_WIN_COLL_SYMMETRIC)");
-  }
-  return Status::ok();
-}
-}  // namespace
-
 braidResult_t braidCommWindowRegister(braidComm_t comm, void* buff, size_t size, braidWindow_t* win, int winFlags) {
   return api::guard("braidCommWindowRegister", [&]() -> Status {
     std::shared_ptr<core::Comm> c;
     BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
     // Registering is a collective: bad arguments on this rank are its error, after it has taken part.
-    const Status refused = checkWindowArgs(buff, size, win, winFlags);
+    const Status refused = api::checkWindowArgs(buff, size, win, winFlags);
     if (win != nullptr) *win = nullptr;  // (what a refused registration leaves)
     void* handle = nullptr;
     BRAID_RETURN_IF_ERROR(
