@@ -12,25 +12,15 @@
 namespace braid::api {
 namespace {
 
-braidResult_t collective(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle,
-                         algo::Coll coll, braidStream_t stream) {
+// A collective: its record is checked, then goes to the communicator as it is (the tuner plans it
+// there, in place).
+braidResult_t collective(const char* function, const CollShape& shape, core::CollRequest r, braidComm_t handle) {
   return guard(function, [&]() -> Status {
     return core::failGroup([&]() -> Status {
       std::shared_ptr<core::Comm> comm;
       BRAID_RETURN_IF_ERROR(usableComm(handle, &comm));
-      core::CollRequest r;
-      r.op = args.op;
-      r.type = args.type;
       if (shape.hasOp) BRAID_RETURN_IF_ERROR(comm->resolvePreMul(&r));  // the communicator's own ops
-      CollArgs checked = args;
-      checked.op = r.op;
-      BRAID_RETURN_IF_ERROR(checkCollective(shape, checked, comm->rank(), comm->nranks()));
-      r.coll = coll;
-      r.sendbuff = args.sendbuff;
-      r.recvbuff = const_cast<void*>(args.recvbuff);
-      r.count = args.count;
-      r.root = args.rootOrPeer;
-      r.stream = stream;
+      BRAID_RETURN_IF_ERROR(checkCollective(shape, r, comm->rank(), comm->nranks()));
       if (core::groupDepth() == 0) return comm->collective(r);  // the common case: nothing to hold
       // A call held by a group reports through braidGroupEnd, which names it.
       return core::runOrDeferCollective(std::move(comm), r, function);
@@ -39,8 +29,9 @@ braidResult_t collective(const char* function, const CollShape& shape, const Col
 }
 
 // Send, receive and all-to-all: checked like collectives, then run as point-to-point messages.
-braidResult_t pointToPoint(const char* function, const CollShape& shape, const CollArgs& args, braidComm_t handle,
-                           bool isAllToAll, bool isSend, braidStream_t stream) {
+braidResult_t pointToPoint(const char* function, const CollShape& shape, const core::CollRequest& args,
+                           braidComm_t handle, bool isAllToAll, bool isSend) {
+  void* stream = args.stream;
   return guard(function, [&]() -> Status {
     return core::failGroup([&]() -> Status {
       std::shared_ptr<core::Comm> comm;
@@ -52,7 +43,7 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const C
         r.buffer = isSend ? args.sendbuff : args.recvbuff;
         r.count = args.count;
         r.type = args.type;
-        r.peer = args.rootOrPeer;
+        r.peer = args.root;
         r.stream = stream;
         return core::runOrDeferP2p(comm, r);
       }
@@ -94,16 +85,20 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const C
   });
 }
 
-CollArgs makeArgs(const void* send, const void* recv, size_t count, braidDataType_t type, braidRedOp_t op,
-                  int rootOrPeer) {
-  CollArgs a;
-  a.sendbuff = send;
-  a.recvbuff = recv;
-  a.count = count;
-  a.type = type;
-  a.op = op;
-  a.rootOrPeer = rootOrPeer;
-  return a;
+// The record of a call as its entry point received it (`rootOrPeer`: the root, or send's and
+// receive's peer).
+core::CollRequest makeCall(algo::Coll coll, const void* send, const void* recv, size_t count, braidDataType_t type,
+                           braidRedOp_t op, int rootOrPeer, braidStream_t stream) {
+  core::CollRequest r;
+  r.coll = coll;
+  r.sendbuff = send;
+  r.recvbuff = const_cast<void*>(recv);
+  r.count = count;
+  r.type = type;
+  r.op = op;
+  r.root = rootOrPeer;
+  r.stream = stream;
+  return r;
 }
 
 }  // namespace
@@ -112,7 +107,7 @@ CollArgs makeArgs(const void* send, const void* recv, size_t count, braidDataTyp
 using braid::algo::Coll;
 using braid::api::collective;
 using braid::api::CollShape;
-using braid::api::makeArgs;
+using braid::api::makeCall;
 using braid::api::pointToPoint;
 
 extern "C" {
@@ -121,8 +116,8 @@ braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidRedOp_t op, braidComm_t comm, braidStream_t stream) {
   CollShape s;
   s.hasOp = true;
-  return collective("braidAllReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, 0), comm, Coll::kAllReduce,
-                    stream);
+  return collective("braidAllReduce", s, makeCall(Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, stream),
+                    comm);
 }
 
 braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype, int root,
@@ -130,8 +125,8 @@ braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
   CollShape s;
   s.hasRoot = true;
   s.sendOnRootOnly = true;
-  return collective("braidBroadcast", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, root), comm,
-                    Coll::kBroadcast, stream);
+  return collective("braidBroadcast", s,
+                    makeCall(Coll::kBroadcast, sendbuff, recvbuff, count, datatype, braidSum, root, stream), comm);
 }
 
 braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype, braidRedOp_t op,
@@ -140,8 +135,8 @@ braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count, br
   s.hasOp = true;
   s.hasRoot = true;
   s.recvOnRootOnly = true;
-  return collective("braidReduce", s, makeArgs(sendbuff, recvbuff, count, datatype, op, root), comm, Coll::kReduce,
-                    stream);
+  return collective("braidReduce", s, makeCall(Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root, stream),
+                    comm);
 }
 
 braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, braidDataType_t datatype,
@@ -149,8 +144,8 @@ braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendco
   CollShape s;
   s.countName = "sendcount";
   s.perRankRecv = true;
-  return collective("braidAllGather", s, makeArgs(sendbuff, recvbuff, sendcount, datatype, braidSum, 0), comm,
-                    Coll::kAllGather, stream);
+  return collective("braidAllGather", s,
+                    makeCall(Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, braidSum, 0, stream), comm);
 }
 
 braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, braidDataType_t datatype,
@@ -159,8 +154,8 @@ braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t re
   s.countName = "recvcount";
   s.perRankSend = true;
   s.hasOp = true;
-  return collective("braidReduceScatter", s, makeArgs(sendbuff, recvbuff, recvcount, datatype, op, 0), comm,
-                    Coll::kReduceScatter, stream);
+  return collective("braidReduceScatter", s,
+                    makeCall(Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, stream), comm);
 }
 
 braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count, braidDataType_t datatype,
@@ -168,8 +163,9 @@ braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count, 
   CollShape s;
   s.perRankSend = true;
   s.perRankRecv = true;
-  return pointToPoint("braidAllToAll", s, makeArgs(sendbuff, recvbuff, count, datatype, braidSum, 0), comm, true, false,
-                      stream);
+  return pointToPoint("braidAllToAll", s,
+                      makeCall(Coll::kNumColls, sendbuff, recvbuff, count, datatype, braidSum, 0, stream), comm, true,
+                      false);
 }
 
 braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer, braidComm_t comm,
@@ -177,8 +173,9 @@ braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t data
   CollShape s;
   s.hasRecv = false;
   s.hasPeer = true;
-  return pointToPoint("braidSend", s, makeArgs(sendbuff, nullptr, count, datatype, braidSum, peer), comm, false, true,
-                      stream);
+  return pointToPoint("braidSend", s,
+                      makeCall(Coll::kNumColls, sendbuff, nullptr, count, datatype, braidSum, peer, stream), comm,
+                      false, true);
 }
 
 braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer, braidComm_t comm,
@@ -186,8 +183,9 @@ braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, 
   CollShape s;
   s.hasSend = false;
   s.hasPeer = true;
-  return pointToPoint("braidRecv", s, makeArgs(nullptr, recvbuff, count, datatype, braidSum, peer), comm, false, false,
-                      stream);
+  return pointToPoint("braidRecv", s,
+                      makeCall(Coll::kNumColls, nullptr, recvbuff, count, datatype, braidSum, peer, stream), comm,
+                      false, false);
 }
 
 braidResult_t braidGroupStart(void) {

@@ -48,17 +48,17 @@ Status checkBytes(size_t count, size_t elemSize, size_t factor, const char* coun
 
 }  // namespace
 
-Status checkCollective(const CollShape& shape, const CollArgs& args, int rank, int nranks) {
+Status checkCollective(const CollShape& shape, const algo::Call& args, int rank, int nranks) {
   BRAID_RETURN_IF_ERROR(checkType(args.type));
   if (shape.hasOp) BRAID_RETURN_IF_ERROR(checkOp(args.op));
-  if (shape.hasRoot) BRAID_RETURN_IF_ERROR(checkRank(args.rootOrPeer, nranks, "root"));
-  if (shape.hasPeer) BRAID_RETURN_IF_ERROR(checkRank(args.rootOrPeer, nranks, "peer"));
+  if (shape.hasRoot) BRAID_RETURN_IF_ERROR(checkRank(args.root, nranks, "root"));
+  if (shape.hasPeer) BRAID_RETURN_IF_ERROR(checkRank(args.root, nranks, "peer"));
   size_t elem = core::typeSize(args.type);
   size_t ranks = static_cast<size_t>(nranks);
   BRAID_RETURN_IF_ERROR(checkBytes(args.count, elem, shape.perRankSend ? ranks : 1, shape.countName));
   BRAID_RETURN_IF_ERROR(checkBytes(args.count, elem, shape.perRankRecv ? ranks : 1, shape.countName));
   if (args.count == 0) return Status::ok();  // nothing is read or written
-  bool isRoot = shape.hasRoot && rank == args.rootOrPeer;
+  bool isRoot = shape.hasRoot && rank == args.root;
   if (shape.hasSend && (!shape.sendOnRootOnly || isRoot))
     BRAID_RETURN_IF_ERROR(checkNotNull(args.sendbuff, "sendbuff"));
   if (shape.hasRecv && (!shape.recvOnRootOnly || isRoot))

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "algo/call.h"
 #include "braid/braid.h"
 #include "core/status.h"
 
@@ -27,16 +28,8 @@ struct CollShape {
   bool hasPeer = false;  // `peer` argument (send/recv)
 };
 
-struct CollArgs {
-  const void* sendbuff = nullptr;
-  const void* recvbuff = nullptr;
-  size_t count = 0;
-  braidDataType_t type = braidFloat32;
-  braidRedOp_t op = braidSum;
-  int rootOrPeer = 0;
-};
-
-/// Checks a collective's arguments for a communicator of `nranks` ranks where this is `rank`.
-Status checkCollective(const CollShape& shape, const CollArgs& args, int rank, int nranks);
+/// Checks a call's arguments, as the entry point put them in its record (algo/call.h; `root` holds
+/// send's and receive's peer), for a communicator of `nranks` ranks where this is `rank`.
+Status checkCollective(const CollShape& shape, const algo::Call& args, int rank, int nranks);
 
 }  // namespace braid::api
