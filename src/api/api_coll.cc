@@ -31,7 +31,6 @@ braidResult_t collective(const char* function, const CollShape& shape, core::Col
 // Send, receive and all-to-all: checked like collectives, then run as point-to-point messages.
 braidResult_t pointToPoint(const char* function, const CollShape& shape, const core::CollRequest& args,
                            braidComm_t handle, bool isAllToAll, bool isSend) {
-  void* stream = args.stream;
   return guard(function, [&]() -> Status {
     return core::failGroup([&]() -> Status {
       std::shared_ptr<core::Comm> comm;
@@ -44,7 +43,7 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const c
         r.count = args.count;
         r.type = args.type;
         r.peer = args.root;
-        r.stream = stream;
+        r.stream = args.stream;
         return core::runOrDeferP2p(comm, r);
       }
       // All-to-all: one send and one receive per peer. In place, a block is received over a block
@@ -57,7 +56,7 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const c
       const char* send = static_cast<const char*>(args.sendbuff);
       std::shared_ptr<void> staging;
       if (inPlace) {
-        BRAID_RETURN_IF_ERROR(comm->stageInput(send, block * comm->nranks(), stream, &staging));
+        BRAID_RETURN_IF_ERROR(comm->stageInput(send, block * comm->nranks(), args.stream, &staging));
         send = static_cast<const char*>(staging.get());
       }
       // One group around all messages, so they run together (inside a user's group: with it).
@@ -73,7 +72,7 @@ braidResult_t pointToPoint(const char* function, const CollShape& shape, const c
         s.count = r.count = args.count;
         s.type = r.type = args.type;
         s.peer = r.peer = q;
-        s.stream = r.stream = stream;
+        s.stream = r.stream = args.stream;
         s.keepAlive = staging;
         st = core::runOrDeferP2p(comm, s);
         if (st.isOk()) st = core::runOrDeferP2p(comm, r);

@@ -89,8 +89,8 @@ class HostEngine {
   /// Runs a group's sends and receives of this rank together.
   Status runP2p(const std::vector<P2pRequest>& requests);
 
-  /// The algorithm, channels and chunk the tuner gives a call (logged at TRACE).
-  /// `request` as the tuner plans it on this engine.
+  /// `request` as the tuner plans it on this engine: its algorithm, channels and chunk (logged at
+  /// TRACE by run).
   CollRequest planned(const CollRequest& request) const;
   const tune::Tuner& tuner() const { return tuner_; }
 

@@ -25,6 +25,7 @@
 #include "net/socket_address.h"
 #include "transport/device_links.h"
 #include "transport/host_fifo.h"
+#include "transport/p2p/cuda_ipc.h"
 #include "transport/transport.h"
 
 namespace braid::exec {
@@ -76,10 +77,6 @@ struct GpuWatchSample {
   std::string detail;       // the kernel, and each waiting lane, readable
 };
 
-constexpr device::Proto kProtoSimple = device::Proto::kSimple;
-constexpr device::Proto kProtoLL = device::Proto::kLL;
-constexpr device::Proto kProtoLL128 = device::Proto::kLL128;
-
 /// One GPU call: the call as the tuner planned it (algo/call.h; a direct one runs the direct
 /// kernel, device/direct.cuh, on the CTAs planned), and what its launch needs besides.
 struct CudaCall : algo::Call {
@@ -94,10 +91,10 @@ struct CudaCall : algo::Call {
 /// A window as offered to the other processes of its host (CudaEngine::offerWindow), in the
 /// bootstrap's all-gather: the CUDA IPC handle of the allocation holding it.
 struct WindowOffer {
-  unsigned char ipc[64] = {0};  // cudaIpcMemHandle_t
-  uint64_t allocation = 0;      // the allocation's first byte, in the offering process
-  uint64_t base = 0;            // the window's first byte, in the offering process
-  int32_t ok = 0;               // 0: the memory has no IPC handle (not cudaMalloc's, say)
+  unsigned char ipc[transport::kIpcHandleBytes] = {0};  // cudaIpcMemHandle_t
+  uint64_t allocation = 0;                              // the allocation's first byte, in the offering process
+  uint64_t base = 0;                                    // the window's first byte, in the offering process
+  int32_t ok = 0;                                       // 0: the memory has no IPC handle (not cudaMalloc's, say)
   int32_t pad = 0;
 };
 

@@ -74,8 +74,10 @@ TEST(Registration, WindowsAreRegistrationsOfTheirOwnKind) {
   ASSERT_EQ(braidCommRegister(ranks[0], buf.data(), buf.size(), &asBuffer), braidSuccess);
   EXPECT_NE(static_cast<void*>(w1), asBuffer) << "a window and a buffer registration of one range stay apart";
   EXPECT_EQ(braidCommDeregister(ranks[0], w1), braidInvalidArgument) << "a window is not a buffer registration";
-  EXPECT_EQ(braidCommWindowRegister(ranks[0], buf.data(), buf.size(), &w1, 0x4), braidInvalidArgument);
+  braidWindow_t refused = w1;
+  EXPECT_EQ(braidCommWindowRegister(ranks[0], buf.data(), buf.size(), &refused, 0x4), braidInvalidArgument);
   EXPECT_NE(lastError().find("'winFlags' = 4"), std::string::npos) << lastError();
+  EXPECT_EQ(refused, nullptr) << "a refused registration leaves no handle behind";
   EXPECT_EQ(braidCommWindowDeregister(ranks[0], w2), braidSuccess);
   EXPECT_EQ(braidCommWindowDeregister(ranks[0], w2), braidSuccess);
   EXPECT_EQ(braidCommWindowDeregister(ranks[0], w2), braidInvalidArgument);
