@@ -357,7 +357,12 @@ int main(int argc, char** argv) {
     std::vector<float> data(4096, 1.0f);
     braidResult_t rc = braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, comm, nullptr);
     if (rc != braidSuccess) return report(rank, nranks, rc, start, end, std::string("first: ") + braidGetLastError());
-    if (rank == envInt("BRAID_TEST_VICTIM", -1)) std::_Exit(3);
+    if (rank == envInt("BRAID_TEST_VICTIM", -1)) {
+      // BRAID_TEST_DELAY_MS: the victim lives on that long, so the others' second call has sent to it
+      // before it dies (its unread bytes make its end reset the connections, not close them).
+      std::this_thread::sleep_for(std::chrono::milliseconds(envInt("BRAID_TEST_DELAY_MS", 0)));
+      std::_Exit(3);
+    }
     rc = braidAllReduce(data.data(), data.data(), data.size(), braidFloat32, braidSum, comm, nullptr);
     std::string msg = braidGetLastError();
     braidCommDestroy(comm);
