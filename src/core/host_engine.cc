@@ -47,7 +47,16 @@ transport::HostLinkOptions linkOptions(uint64_t commKey, int rank, int nranks, i
 }
 
 int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
-size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(64, param::getInt(param::Id::kChunkBytes))); }
+// BRAID_CHUNK_BYTES, or 0 (its default): chosen once the hosts are known (chunkFor).
+size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(0, param::getInt(param::Id::kChunkBytes))); }
+constexpr size_t kHostChunkBytes = 128 * 1024;      // every rank on one host
+constexpr size_t kNetworkChunkBytes = 1024 * 1024;  // a communicator that spans hosts
+
+// The slot size of a communicator over `hosts` hosts: BRAID_CHUNK_BYTES (at least 64) if set.
+size_t chunkFor(size_t param, size_t hosts) {
+  if (param != 0) return std::max<size_t>(64, param);
+  return hosts > 1 ? kNetworkChunkBytes : kHostChunkBytes;
+}
 
 }  // namespace
 
@@ -64,7 +73,7 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       config_(config),
       abort_(abort),
       steps_(stepsParam()),
-      chunkBytes_(chunkParam()),
+      chunkBytes_(chunkFor(chunkParam(), 1)),
       geometry_(algo::defaultGeometry(nranks)),
       links_(linkOptions(commKey, rank, nranks, steps_, chunkBytes_, config.timeoutMs, abort)) {}
 
@@ -95,6 +104,8 @@ Status HostEngine::setPeers(const std::vector<transport::PeerIdentity>& peers,
     }
   }
   geometry_ = algo::makeGeometry(order, hostOf);
+  chunkBytes_ = chunkFor(chunkParam(), hosts.size());
+  links_.setSlotBytes(chunkBytes_);
   tune::Machine machine = tune::hostMachine(nranks_, static_cast<int>(hosts.size()), shmDisabled && local > 1);
   // A channel is a thread per rank: no more than the CPUs of a host give each of its ranks, on the
   // tightest host (from every rank's counts, so that all ranks decide alike).
@@ -113,7 +124,7 @@ Status HostEngine::setPeers(const std::vector<transport::PeerIdentity>& peers,
                " channel(s); decisions (algorithm/protocol channels predicted time):\n", tuner_.table(size_t{1} << 30));
   }
   BRAID_INFO(log::Subsys::kInit, local, " rank(s) on this host, ", availableCpus(), " CPU(s) available: waits ",
-             busyPoll ? "poll before yielding" : "yield the CPU at once");
+             busyPoll ? "poll before yielding" : "yield the CPU at once", "; FIFO slots of ", chunkBytes_, " bytes");
   return links_.start(peers, std::move(handles), shmKey, shmDisabled);
 }
 

@@ -105,7 +105,7 @@ class HostEngine {
   const CommConfig config_;
   const std::atomic<bool>* abort_;
   const int steps_;
-  const size_t chunkBytes_;
+  size_t chunkBytes_;  // the FIFO slot size, set at setPeers (chunkFor)
   tune::Tuner tuner_;
   algo::Geometry geometry_;
   transport::HostLinks links_;

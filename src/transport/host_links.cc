@@ -9,8 +9,9 @@ namespace braid::transport {
 
 HostLinks::HostLinks(const HostLinkOptions& options)
     : o_(options), fast_(new std::atomic<HostFifo*>[size_t{kFastChannels} * kMaxConnIds * options.nranks * 2]()) {
-  transports_[static_cast<int>(Kind::kLoopback)] =
-      std::make_unique<LoopbackLinks>(o_.commKey, o_.rank, o_.slots, o_.slotBytes);
+  auto loopback = std::make_unique<LoopbackLinks>(o_.commKey, o_.rank, o_.slots, o_.slotBytes);
+  loopback_ = loopback.get();
+  transports_[static_cast<int>(Kind::kLoopback)] = std::move(loopback);
   auto network = std::make_unique<NetTransport>(o_.commKey, o_.rank, o_.nranks,
                                                 NetOptions::fromParams(o_.slots, o_.slotBytes, o_.timeoutMs), o_.abort);
   network_ = network.get();
@@ -21,6 +22,12 @@ HostLinks::~HostLinks() {
   // The shared-memory segments first (a sender's unread slots keep their names), the network's
   // connections (it sends what is queued), the loopback endpoint last.
   for (Kind k : {Kind::kShm, Kind::kNet, Kind::kP2p, Kind::kLoopback}) transports_[static_cast<int>(k)].reset();
+}
+
+void HostLinks::setSlotBytes(size_t slotBytes) {
+  o_.slotBytes = slotBytes;
+  loopback_->setSlotBytes(slotBytes);
+  network_->setSlotBytes(slotBytes);
 }
 
 Status HostLinks::listen(const net::SocketAddress& interfaceAddress, NetHandle* handle) {

@@ -18,6 +18,7 @@
 #include "net/socket_address.h"
 #include "transport/host_fifo.h"
 #include "transport/host_transport.h"
+#include "transport/loopback/loopback.h"
 #include "transport/net/net_transport.h"
 #include "transport/transport.h"
 
@@ -31,7 +32,7 @@ struct HostLinkOptions {
   int rank = 0;
   int nranks = 1;
   int slots = 8;          // FIFO slots per connection (BRAID_STEPS)
-  size_t slotBytes = 0;   // bytes per slot (BRAID_CHUNK_BYTES)
+  size_t slotBytes = 0;   // bytes per slot (until setSlotBytes)
   int64_t timeoutMs = 0;  // waits for a peer that makes its side of a connection
   const std::atomic<bool>* abort = nullptr;
 };
@@ -56,6 +57,10 @@ class HostLinks : public FifoResolver {
   /// The transport of `peer` (after start).
   Kind kindOf(int peer) const { return kinds_[peer]; }
 
+  /// Before start: the slot size of every FIFO, chosen once the peers are known (the same on every
+  /// rank of the communicator: the algorithms' chunk).
+  void setSlotBytes(size_t slotBytes);
+
   /// Waits on the FIFOs made from now on poll before yielding (every rank of the host has a CPU).
   void setBusyPoll(bool busy) { busyPoll_ = busy; }
 
@@ -77,11 +82,12 @@ class HostLinks : public FifoResolver {
   static constexpr int kFastChannels = 4;
   std::atomic<HostFifo*>* fastEntry(int channel, int connId, int src, int dst);
 
-  const HostLinkOptions o_;
+  HostLinkOptions o_;  // (slotBytes: setSlotBytes)
   std::vector<Kind> kinds_;
   bool busyPoll_ = false;
   std::unique_ptr<HostTransport> transports_[kNumKinds];
-  NetTransport* network_ = nullptr;  // transports_[kNet]
+  NetTransport* network_ = nullptr;    // transports_[kNet]
+  LoopbackLinks* loopback_ = nullptr;  // transports_[kLoopback]
   std::unique_ptr<std::atomic<HostFifo*>[]> fast_;
   std::mutex mu_;
   std::map<std::tuple<int, int, int, int>, HostFifo*> cache_;

@@ -114,7 +114,7 @@ TEST_P(EveryCollective, AcrossHosts) {
   Shape s = GetParam();
   make(s.hosts);
   if (!net_) return;
-  std::vector<std::string> env = {"BRAID_TEST_LARGE=1", "BRAID_DEBUG=INFO", "BRAID_DEBUG_SUBSYS=NET"};
+  std::vector<std::string> env = {"BRAID_TEST_LARGE=1", "BRAID_DEBUG=INFO", "BRAID_DEBUG_SUBSYS=NET,INIT"};
   if (s.plugin) env.push_back(std::string("NCCL_NET_PLUGIN=") + BRAID_NET_PLUGIN_FILE);
   Job job = runJob(*net_, s.perHost, "coll", env);
   ASSERT_EQ(job.reports.size(), static_cast<size_t>(s.hosts * s.perHost)) << outputs(job);
@@ -126,6 +126,9 @@ TEST_P(EveryCollective, AcrossHosts) {
       << log.substr(0, 3000);
   EXPECT_NE(log.find("via NET/BraidSocket/0"), std::string::npos) << log.substr(0, 3000);
   EXPECT_NE(log.find(net_->hostName(0)), std::string::npos) << "the log's host is the namespace's";
+  // A communicator across hosts moves 1 MiB slots (BRAID_CHUNK_BYTES unset; the 4 MB all-reduce
+  // of BRAID_TEST_LARGE still takes several).
+  EXPECT_NE(log.find("FIFO slots of 1048576 bytes"), std::string::npos) << log.substr(0, 3000);
 }
 
 std::string shapeName(const ::testing::TestParamInfo<Shape>& p) {

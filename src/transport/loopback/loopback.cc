@@ -17,10 +17,10 @@ Table& table() {
 
 }  // namespace
 
-HostFifo* LoopbackEndpoint::incoming(int channel, int connId, int src) {
+HostFifo* LoopbackEndpoint::incoming(int channel, int connId, int src, size_t slotBytes) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& fifo = fifos_[{channel, connId, src}];
-  if (fifo == nullptr) fifo = std::make_unique<HostFifo>(slots_, slotBytes_);
+  if (fifo == nullptr) fifo = std::make_unique<HostFifo>(slots_, slotBytes);
   return fifo.get();
 }
 
@@ -46,7 +46,8 @@ std::shared_ptr<LoopbackEndpoint> findLoopbackEndpoint(uint64_t commKey, int ran
 
 LoopbackLinks::LoopbackLinks(uint64_t commKey, int rank, int slots, size_t slotBytes)
     : commKey_(commKey),
-      endpoint_(std::make_shared<LoopbackEndpoint>(slots, slotBytes)),
+      slotBytes_(slotBytes),
+      endpoint_(std::make_shared<LoopbackEndpoint>(slots)),
       registration_(commKey, rank, endpoint_) {}
 
 Status LoopbackLinks::fifo(int channel, int connId, int src, int dst, HostFifo** out) {
@@ -56,7 +57,7 @@ Status LoopbackLinks::fifo(int channel, int connId, int src, int dst, HostFifo**
                                             ", a thread of this process, has no loopback endpoint "
                                             "(its communicator is destroyed)");
   }
-  *out = endpoint->incoming(channel, connId, src);
+  *out = endpoint->incoming(channel, connId, src, slotBytes_);
   std::lock_guard<std::mutex> lock(mu_);
   found_.push_back(std::move(endpoint));
   return Status::ok();

@@ -21,14 +21,15 @@ namespace braid::transport {
 
 class LoopbackEndpoint {
  public:
-  LoopbackEndpoint(int slots, size_t slotBytes) : slots_(slots), slotBytes_(slotBytes) {}
+  explicit LoopbackEndpoint(int slots) : slots_(slots) {}
 
-  /// The FIFO from `src` into this rank on (channel, connId).
-  HostFifo* incoming(int channel, int connId, int src);
+  /// The FIFO from `src` into this rank on (channel, connId), made with slots of `slotBytes` by
+  /// whichever side asks first (both sides of a communicator use the same size, chosen once its
+  /// ranks are known: HostLinks::setSlotBytes).
+  HostFifo* incoming(int channel, int connId, int src, size_t slotBytes);
 
  private:
   const int slots_;
-  const size_t slotBytes_;
   std::mutex mu_;
   std::map<std::tuple<int, int, int>, std::unique_ptr<HostFifo>> fifos_;
 };
@@ -55,10 +56,13 @@ std::shared_ptr<LoopbackEndpoint> findLoopbackEndpoint(uint64_t commKey, int ran
 class LoopbackLinks : public HostTransport {
  public:
   LoopbackLinks(uint64_t commKey, int rank, int slots, size_t slotBytes);
+  /// Before the first fifo().
+  void setSlotBytes(size_t slotBytes) { slotBytes_ = slotBytes; }
   Status fifo(int channel, int connId, int src, int dst, HostFifo** out) override;
 
  private:
   const uint64_t commKey_;
+  size_t slotBytes_;
   std::shared_ptr<LoopbackEndpoint> endpoint_;
   LoopbackRegistration registration_;
   std::mutex mu_;

@@ -90,6 +90,9 @@ class NetTransport : public FifoObserver, public HostTransport {
   /// Sends what is still queued (bounded by the timeout), stops the threads, closes every lane.
   ~NetTransport() override;
 
+  /// Before start: the slot size of the connections' FIFOs made from then on (NetOptions::slotBytes).
+  void setSlotBytes(size_t slotBytes) { options_.slotBytes = slotBytes; }
+
   /// Opens the network and listens on the device for `interfaceAddress` (the bootstrap's);
   /// `*handle` is what peers connect to.
   Status listen(const net::SocketAddress& interfaceAddress, NetHandle* handle);
@@ -176,7 +179,7 @@ class NetTransport : public FifoObserver, public HostTransport {
   const uint64_t commKey_;
   const int rank_;
   const int nranks_;
-  const NetOptions options_;
+  NetOptions options_;  // (slotBytes: setSlotBytes)
   const std::atomic<bool>* abort_;
   std::unique_ptr<network::Network> network_;
   int device_ = 0;
