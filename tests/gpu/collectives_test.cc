@@ -46,7 +46,7 @@ class GpuCollectives : public testing::TestWithParam<Config> {
   }
   bool ringOnly() const { return std::string(GetParam().algorithm) == "ring"; }
   // The ring, the one-shot and the hierarchical algorithms run every collective they have (the
-  // hierarchical one no reduce-scatter: the ring runs it); the others all-reduce only.
+  // hierarchical one all five, algo/algorithm_table.def); the others all-reduce only.
   bool everyCollective() const {
     const std::string a = GetParam().algorithm;
     return ringOnly() || a == "oneshot" || a == "hier";
