@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -11,6 +13,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/watchdog.h"
+#include "tune/constants.h"
 
 static_assert(braid::algo::kNumConnIds <= braid::transport::kMaxConnIds,
               "the links' lock-free cache holds every connection id");
@@ -106,7 +109,17 @@ Status HostEngine::setPeers(const std::vector<transport::PeerIdentity>& peers,
   geometry_ = algo::makeGeometry(order, hostOf);
   chunkBytes_ = chunkFor(chunkParam(), hosts.size());
   links_.setSlotBytes(chunkBytes_);
-  tune::Machine machine = tune::hostMachine(nranks_, static_cast<int>(hosts.size()), shmDisabled && local > 1);
+  // The link between hosts: the slowest network device's speed and the longest latency of any rank
+  // (a rank whose network says nothing leaves the model's constants), the same on every rank.
+  int netMbps = INT32_MAX;
+  float netLatencyUs = 0;
+  for (const transport::PeerIdentity& p : peers) {
+    netMbps = std::min(netMbps, std::max(0, p.netMbps));
+    netLatencyUs = std::max(netLatencyUs, p.netLatencyUs);
+  }
+  const double netGBs = netMbps / 8000.0;  // 0: some rank's network gives no speed
+  tune::Machine machine =
+      tune::hostMachine(nranks_, static_cast<int>(hosts.size()), shmDisabled && local > 1, netGBs, netLatencyUs);
   // A channel is a thread per rank: no more than the CPUs of a host give each of its ranks, on the
   // tightest host (from every rank's counts, so that all ranks decide alike).
   int cpusPerRank = 2;
@@ -120,8 +133,20 @@ Status HostEngine::setPeers(const std::vector<transport::PeerIdentity>& peers,
   tc.hostChunkBytes = chunkBytes_;
   BRAID_RETURN_IF_ERROR(tune::Tuner::create(machine, tc, &tuner_));
   if (rank_ == 0) {
+    std::string between;
+    if (hosts.size() > 1) {
+      const tune::Machine& m = tuner_.machine();  // (a tune file may have replaced them)
+      const char* source = m.netGBs == (netGBs > 0 ? netGBs : tune::kHostNetGBs.value)
+                               ? (netGBs > 0 ? "the network's speed" : "no speed given: the model's own")
+                               : "BRAID_TUNE_FILE's";
+      char text[160];
+      std::snprintf(text, sizeof(text), "; between hosts a hop of %.1f us and a host's network of %.2f GB/s (%s)",
+                    m.interHopUs, m.netGBs, source);
+      between = text;
+    }
     BRAID_INFO(log::Subsys::kTune, "host memory, ", nranks_, " ranks on ", hosts.size(), " host(s), ", machine.channels,
-               " channel(s); decisions (algorithm/protocol channels predicted time):\n", tuner_.table(size_t{1} << 30));
+               " channel(s)", between, "; decisions (algorithm/protocol channels predicted time):\n",
+               tuner_.table(size_t{1} << 30));
   }
   BRAID_INFO(log::Subsys::kInit, local, " rank(s) on this host, ", availableCpus(), " CPU(s) available: waits ",
              busyPoll ? "poll before yielding" : "yield the CPU at once", "; FIFO slots of ", chunkBytes_, " bytes");

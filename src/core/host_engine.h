@@ -63,6 +63,9 @@ class HostEngine {
   /// Where the peers connect to this rank's socket transport: a listener on `interfaceAddress`
   /// (the bootstrap's), any port. Called before setPeers.
   Status listen(const net::SocketAddress& interfaceAddress, transport::NetHandle* handle);
+  /// After listen: the network device's speed and latency, for this rank's identity (setPeers gives
+  /// every rank's to the cost model).
+  void networkSpeed(int* mbps, float* latencyUs) const { links_.networkSpeed(mbps, latencyUs); }
 
   /// Every rank's identity and network handle, from init's one exchange: picks the transport to
   /// each peer (transport/transport.h: loopback within the process, shared memory within the host

@@ -31,6 +31,10 @@ struct PeerIdentity {
   int32_t sms = 0;      // multiprocessors of its device
   int32_t noP2p = 0;    // it asks for no GPU peer access (BRAID_P2P_DISABLE=1)
   char busId[16] = {};  // its device's PCI bus id ("" for host memory)
+  // Its network device's properties (a host-memory communicator's; 0: unknown): the cost model's
+  // link between hosts (tune::hostMachine).
+  int32_t netMbps = 0;
+  float netLatencyUs = 0;
 };
 
 /// The transports, in the selection table's order.

@@ -76,7 +76,11 @@ constexpr Constant kHostCallUs = {0.21, "measured: braid-perf all-reduce of 1 ra
 constexpr Constant kHostShmHopUs = {0.36,
                                     "measured: 2-process 8 B recursive doubling (one exchange) 0.57 us minus the call, "
                                     "dev VM, shared memory"};
-constexpr Constant kHostSocketHopUs = {60.0, "measured: 2-process 8 B all-reduce over sockets 55-73 us, dev VM"};
+constexpr Constant kHostSocketHopUs = {
+    25.0,
+    "measured: 8 B all-reduce between 2 namespaced hosts (one exchange) 24.9-28.6 us "
+    "over the built-in socket network, dev VM; braid-tune --fit across them: 22.4 us "
+    "(bench/NOTES.md, twenty-fourth and twenty-eighth sessions)"};
 constexpr Constant kHostShmChannelGBs = {6.0, "measured: 2-process all-reduce busbw 6-10 GB/s at 512 KB-8 MB, dev VM"};
 constexpr Constant kHostReduceGBs = {20.0,
                                      "fitted: the measured 2-process crossover from recursive doubling to the ring "

@@ -49,7 +49,7 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   return m;
 }
 
-Machine hostMachine(int nranks, int hosts, bool socketsWithinHost, double netGBs) {
+Machine hostMachine(int nranks, int hosts, bool socketsWithinHost, double netGBs, double netLatencyUs) {
   Machine m;
   m.nranks = nranks;
   m.hosts = hosts;
@@ -58,7 +58,7 @@ Machine hostMachine(int nranks, int hosts, bool socketsWithinHost, double netGBs
   m.channels = 2;
   m.channelGBs = socketsWithinHost ? kHostSocketChannelGBs.value : kHostShmChannelGBs.value;
   m.intraHopUs = socketsWithinHost ? kHostSocketHopUs.value : kHostShmHopUs.value;
-  m.interHopUs = hosts > 1 ? kHostSocketHopUs.value : 0;
+  m.interHopUs = hosts > 1 ? kHostSocketHopUs.value + netLatencyUs : 0;
   m.netGBs = hosts > 1 ? (netGBs > 0 ? netGBs : kHostNetGBs.value) : 0;
   m.netChannelGBs = hosts > 1 ? kHostSocketChannelGBs.value : 0;
   m.baseUs = kHostCallUs.value;

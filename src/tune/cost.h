@@ -70,8 +70,10 @@ struct Machine {
 /// The GPU machine of a search result for `nranks` ranks.
 Machine gpuMachine(const topology::SearchResult& search, int nranks);
 /// A host-memory communicator: `hosts` hosts, sockets between them (and within, with `sockets`);
-/// `netGBs`: a host's network bandwidth per direction where known (0: constants.h's kHostNetGBs).
-Machine hostMachine(int nranks, int hosts, bool socketsWithinHost, double netGBs = 0);
+/// `netGBs`: a host's network bandwidth per direction where known (the network device's speed; 0:
+/// constants.h's kHostNetGBs); `netLatencyUs`: the latency the network reports, added to braid's
+/// own hop between hosts (kHostSocketHopUs).
+Machine hostMachine(int nranks, int hosts, bool socketsWithinHost, double netGBs = 0, double netLatencyUs = 0);
 
 /// Sequential dependent hops of one chunk (equal to the trace backend's count; tests check it).
 int sequentialSteps(algo::Coll coll, algo::Algo algo, int nranks);

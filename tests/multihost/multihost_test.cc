@@ -114,7 +114,7 @@ TEST_P(EveryCollective, AcrossHosts) {
   Shape s = GetParam();
   make(s.hosts);
   if (!net_) return;
-  std::vector<std::string> env = {"BRAID_TEST_LARGE=1", "BRAID_DEBUG=INFO", "BRAID_DEBUG_SUBSYS=NET,INIT"};
+  std::vector<std::string> env = {"BRAID_TEST_LARGE=1", "BRAID_DEBUG=INFO", "BRAID_DEBUG_SUBSYS=NET,INIT,TUNE"};
   if (s.plugin) env.push_back(std::string("NCCL_NET_PLUGIN=") + BRAID_NET_PLUGIN_FILE);
   Job job = runJob(*net_, s.perHost, "coll", env);
   ASSERT_EQ(job.reports.size(), static_cast<size_t>(s.hosts * s.perHost)) << outputs(job);
@@ -129,6 +129,17 @@ TEST_P(EveryCollective, AcrossHosts) {
   // A communicator across hosts moves 1 MiB slots (BRAID_CHUNK_BYTES unset; the 4 MB all-reduce
   // of BRAID_TEST_LARGE still takes several).
   EXPECT_NE(log.find("FIFO slots of 1048576 bytes"), std::string::npos) << log.substr(0, 3000);
+  // The cost model's network between hosts is the speed the veths report (the socket network reads
+  // it from sysfs, as this test does), or the model's own where they report none.
+  const std::string speed = net_->fileInHost(0, "/sys/class/net/eth0/speed");
+  char expected[96];
+  if (std::atol(speed.c_str()) > 0) {
+    std::snprintf(expected, sizeof(expected), "a host's network of %.2f GB/s (the network's speed)",
+                  std::atol(speed.c_str()) / 8000.0);
+  } else {
+    std::snprintf(expected, sizeof(expected), "(no speed given: the model's own)");
+  }
+  EXPECT_NE(log.find(expected), std::string::npos) << expected << "\n" << log.substr(0, 3000);
 }
 
 std::string shapeName(const ::testing::TestParamInfo<Shape>& p) {

@@ -96,6 +96,11 @@ NetnsHosts::NetnsHosts(int hosts, bool deadEndsFirst) : hosts_(hosts) {
   }
 }
 
+std::string NetnsHosts::fileInHost(int h, const std::string& path) const {
+  std::string out;
+  return shell("ip netns exec " + ns(h) + " cat " + path, &out) == 0 ? out : std::string();
+}
+
 bool NetnsHosts::addDeadEnd(int h, const std::string& ifname) {
   std::string name = ns(h);
   std::string a = "d" + tag_ + "h" + std::to_string(h + 1), b = "e" + tag_ + "h" + std::to_string(h + 1);

@@ -37,6 +37,8 @@ class NetnsHosts {
 
   /// argv that runs `argv` inside host `h`'s namespace under its own host name.
   std::vector<std::string> inHost(int h, const std::vector<std::string>& argv) const;
+  /// The contents of `path` as host h sees it (its own /sys/class/net), "" if it cannot be read.
+  std::string fileInHost(int h, const std::string& path) const;
 
   /// Removes namespaces named for test processes that are gone.
   static void sweepStale();

@@ -212,6 +212,14 @@ int NetTransport::ptrSupport() const {
   return network_ == nullptr || listenComm_ == nullptr ? 0 : network_->properties(device_).ptrSupport;
 }
 
+void NetTransport::speedAndLatency(int* mbps, float* latencyUs) const {
+  *mbps = 0;
+  *latencyUs = 0;
+  if (network_ == nullptr || listenComm_ == nullptr) return;
+  *mbps = std::max(0, network_->properties(device_).speed);
+  *latencyUs = std::max(0.0f, network_->properties(device_).latency);
+}
+
 Status NetTransport::start(std::vector<NetHandle> peers) {
   BRAID_RETURN_IF_ERROR(acceptWaker_.status());
   if (network_ == nullptr || listenComm_ == nullptr) return internalError("network transport started before listen");

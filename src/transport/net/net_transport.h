@@ -107,6 +107,9 @@ class NetTransport : public FifoObserver, public HostTransport {
   std::string describePeer(int peer) const;
   /// The listening device's ptrSupport (net_abi.h's kPtr* bits; 0 before listen).
   int ptrSupport() const;
+  /// The listening device's speed (Mb/s) and latency (us) as the network reports them (0: unknown,
+  /// or before listen).
+  void speedAndLatency(int* mbps, float* latencyUs) const;
   /// True when the network has regMrDmaBuf.
   bool registersDmaBuf() const { return network_ != nullptr && network_->api().regMrDmaBuf != nullptr; }
   /// True when the network has iflush.
