@@ -16,6 +16,7 @@
 
 #include "algo/geometry.h"
 #include "algo/trace.h"
+#include "core/byte_size.h"
 #include "topology/search.h"
 #include "topology/topo_xml.h"
 #include "tune/cluster.h"
@@ -49,6 +50,15 @@ braid::tune::Prediction best(const braid::tune::Tuner& t, Algo a, size_t bytes, 
   return bestP;
 }
 
+// A whole decimal number of at least 1.
+bool positiveInt(const char* v, int* out) {
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || x < 1 || x > 1 << 30) return false;
+  *out = static_cast<int>(x);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,24 +66,31 @@ int main(int argc, char** argv) {
   tune::ClusterSpec spec;
   std::string file;
   size_t maxBytes = size_t{1} << 32;
+  char* end = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     const char* v = argv[i + 1];
+    bool ok = true;
     if (std::strcmp(argv[i], "-n") == 0)
-      spec.ranks = std::atoi(v);
+      ok = positiveInt(v, &spec.ranks);
     else if (std::strcmp(argv[i], "-g") == 0)
-      spec.gpusPerNode = std::atoi(v);
+      ok = positiveInt(v, &spec.gpusPerNode);
     else if (std::strcmp(argv[i], "-i") == 0)
       spec.intra = v;
     else if (std::strcmp(argv[i], "-b") == 0)
-      spec.nicGbps = std::atof(v);
+      ok = (spec.nicGbps = std::strtod(v, &end)) > 0 && end != v && *end == '\0';
     else if (std::strcmp(argv[i], "-N") == 0)
-      spec.nicsPerNode = std::atoi(v);
+      ok = positiveInt(v, &spec.nicsPerNode);
     else if (std::strcmp(argv[i], "-e") == 0)
-      maxBytes = std::strtoull(v, nullptr, 10);
+      ok = core::parseByteSize(v, &maxBytes) && maxBytes >= 8;
     else if (std::strcmp(argv[i], "-f") == 0)
       file = v;
     else
       return usage(argv[0]);
+    if (!ok) {
+      std::fprintf(stderr, "braid-sim: %s %s is not a %s\n", argv[i], v,
+                   std::strcmp(argv[i], "-e") == 0 ? "size of at least 8 bytes (4096, 64K, 1G)" : "positive number");
+      return 2;
+    }
   }
   if (argc % 2 == 0) return usage(argv[0]);
   auto t0 = std::chrono::steady_clock::now();
