@@ -16,8 +16,6 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +24,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "gpu_ranks.h"
 
 namespace {
 
@@ -36,23 +36,6 @@ struct Options {
   int ctas = 0;  // 0: braid chooses
   int steps = 20;
 };
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-
-#define CHECK_BRAID(x)                                                                      \
-  do {                                                                                      \
-    if ((x) != braidSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, braidGetLastError()); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
 
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -86,16 +69,8 @@ __global__ void fillScaled(__nv_bfloat16* p, size_t n, float scale, unsigned see
 int runRank(const Options& o, braidComm_t comm, int rank, int nranks) {
   const size_t h = o.hidden, perLayer = h * h;  // gradient elements per layer (fp32)
   cublasHandle_t blas;
-  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr, "rank %d: cublasCreate failed\n", rank);
-    return 1;
-  }
   cudaStream_t compute, comms;
-  int lo = 0, hi = 0;
-  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-  CHECK_CUDA(cudaStreamCreateWithPriority(&compute, cudaStreamNonBlocking, lo));
-  CHECK_CUDA(cudaStreamCreateWithPriority(&comms, cudaStreamNonBlocking, hi));  // as PyTorch's NCCL stream
-  cublasSetStream(blas, compute);
+  if (!braid_examples::computeAndComms(rank, &blas, &compute, &comms)) return 1;
 
   // Activations and upstream gradients (bf16), scaled by rank + 1; gradients (fp32) in one flat
   // buffer, layer L-1 first: the order backward produces them, so buckets are contiguous.
@@ -198,20 +173,7 @@ int rankMain(const Options& o, const braidUniqueId* id, int rank, int nranks) {
   braidConfig_t config = BRAID_CONFIG_INITIALIZER;
   config.deviceKind = braidDeviceCuda;
   if (o.ctas > 0) config.minCTAs = config.maxCTAs = o.ctas;
-  braidComm_t comm;
-  if (id == nullptr) {
-    const char* local = std::getenv("LOCAL_RANK");
-    if (local == nullptr) local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    int devices = 0;
-    CHECK_CUDA(cudaGetDeviceCount(&devices));
-    CHECK_CUDA(cudaSetDevice((local ? std::atoi(local) : 0) % devices));
-    CHECK_BRAID(braidCommInitFromEnv(&comm, &config));
-    CHECK_BRAID(braidCommUserRank(comm, &rank));
-    CHECK_BRAID(braidCommCount(comm, &nranks));
-  } else {
-    CHECK_CUDA(cudaSetDevice(rank));
-    CHECK_BRAID(braidCommInitRankConfig(&comm, nranks, *id, rank, &config));
-  }
+  braidComm_t comm = braid_examples::initComm(id, config, &rank, &nranks);
   int status = runRank(o, comm, rank, nranks);
   braidCommDestroy(comm);
   return status;
@@ -225,54 +187,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: ddp_step [--layers n] [--hidden n] [--bucket-mb mb] [--ctas n] [--steps n]\n");
     return 2;
   }
-  if (std::getenv("WORLD_SIZE") != nullptr || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
-    return rankMain(o, nullptr, 0, 0);
-  }
-  // One process per GPU. The GPU count comes from a child, so that this process makes no CUDA call
-  // before it forks the ranks.
-  int fds[2];
-  if (pipe(fds) != 0) return 1;
-  pid_t counter = fork();
-  if (counter == 0) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    if (write(fds[1], &n, sizeof(n)) != static_cast<ssize_t>(sizeof(n))) std::_Exit(1);
-    std::_Exit(0);
-  }
-  int n = 0;
-  if (read(fds[0], &n, sizeof(n)) != static_cast<ssize_t>(sizeof(n))) n = 0;
-  waitpid(counter, nullptr, 0);
-  if (n == 0) {
-    std::fprintf(stderr, "ddp_step: no CUDA device\n");
-    return 77;
-  }
-  std::vector<pid_t> children;
-  std::vector<int> pipes;
-  for (int r = 1; r < n; ++r) {
-    int p[2];
-    if (pipe(p) != 0) return 1;
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(p[1]);
-      braidUniqueId id;
-      if (read(p[0], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) std::_Exit(1);
-      std::_Exit(rankMain(o, &id, r, n));
-    }
-    close(p[0]);
-    pipes.push_back(p[1]);
-    children.push_back(pid);
-  }
-  braidUniqueId id;
-  CHECK_BRAID(braidGetUniqueId(&id));
-  for (int fd : pipes) {
-    if (write(fd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 1;
-    close(fd);
-  }
-  int status = rankMain(o, &id, 0, n);
-  for (pid_t pid : children) {
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) status = 1;
-  }
-  return status;
+  // One process per GPU (rank r on GPU r), or one rank per process under a launcher.
+  return braid_examples::runRanks(0, "ddp_step",
+                                  [&](const braidUniqueId* id, int r, int n) { return rankMain(o, id, r, n); });
 }
