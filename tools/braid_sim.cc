@@ -50,11 +50,11 @@ braid::tune::Prediction best(const braid::tune::Tuner& t, Algo a, size_t bytes, 
   return bestP;
 }
 
-// A whole decimal number of at least 1.
-bool positiveInt(const char* v, int* out) {
+// A whole decimal number of at least `least`.
+bool wholeInt(const char* v, int least, int* out) {
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || x < 1 || x > 1 << 30) return false;
+  if (end == v || *end != '\0' || x < least || x > 1 << 30) return false;
   *out = static_cast<int>(x);
   return true;
 }
@@ -71,15 +71,15 @@ int main(int argc, char** argv) {
     const char* v = argv[i + 1];
     bool ok = true;
     if (std::strcmp(argv[i], "-n") == 0)
-      ok = positiveInt(v, &spec.ranks);
+      ok = wholeInt(v, 1, &spec.ranks);
     else if (std::strcmp(argv[i], "-g") == 0)
-      ok = positiveInt(v, &spec.gpusPerNode);
+      ok = wholeInt(v, 1, &spec.gpusPerNode);
     else if (std::strcmp(argv[i], "-i") == 0)
       spec.intra = v;
     else if (std::strcmp(argv[i], "-b") == 0)
       ok = (spec.nicGbps = std::strtod(v, &end)) > 0 && end != v && *end == '\0';
     else if (std::strcmp(argv[i], "-N") == 0)
-      ok = positiveInt(v, &spec.nicsPerNode);
+      ok = wholeInt(v, 0, &spec.nicsPerNode);  // 0: one NIC per two GPUs
     else if (std::strcmp(argv[i], "-e") == 0)
       ok = core::parseByteSize(v, &maxBytes) && maxBytes >= 8;
     else if (std::strcmp(argv[i], "-f") == 0)
@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
       return usage(argv[0]);
     if (!ok) {
       std::fprintf(stderr, "braid-sim: %s %s is not a %s\n", argv[i], v,
-                   std::strcmp(argv[i], "-e") == 0 ? "size of at least 8 bytes (4096, 64K, 1G)" : "positive number");
+                   std::strcmp(argv[i], "-e") == 0   ? "size of at least 8 bytes (4096, 64K, 1G)"
+                   : std::strcmp(argv[i], "-N") == 0 ? "whole number (0: one NIC per two GPUs)"
+                                                     : "positive number");
       return 2;
     }
   }

@@ -329,7 +329,7 @@ Status Comm::exchangePeerInfo() {
   mine.nonce = bootstrap::randomBits();
   if (host_ != nullptr) {
     BRAID_RETURN_IF_ERROR(host_->listen(bootstrap_->peerAddresses()[rank_], &mine.netHandle));
-    host_->networkSpeed(&mine.identity.netMbps, &mine.identity.netLatencyUs);
+    host_->networkSpeedAndLatency(&mine.identity.netMbps, &mine.identity.netLatencyUs);
   }
   uint16_t port = 0;
   BRAID_RETURN_IF_ERROR(startWatch(&port));

@@ -65,7 +65,7 @@ class HostEngine {
   Status listen(const net::SocketAddress& interfaceAddress, transport::NetHandle* handle);
   /// After listen: the network device's speed and latency, for this rank's identity (setPeers gives
   /// every rank's to the cost model).
-  void networkSpeed(int* mbps, float* latencyUs) const { links_.networkSpeed(mbps, latencyUs); }
+  void networkSpeedAndLatency(int* mbps, float* latencyUs) const { links_.speedAndLatency(mbps, latencyUs); }
 
   /// Every rank's identity and network handle, from init's one exchange: picks the transport to
   /// each peer (transport/transport.h: loopback within the process, shared memory within the host

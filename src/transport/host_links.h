@@ -48,7 +48,7 @@ class HostLinks : public FifoResolver {
   /// Where the peers' network transports connect to this rank (a listener on `interfaceAddress`).
   Status listen(const net::SocketAddress& interfaceAddress, NetHandle* handle);
   /// The listening network device's speed and latency (NetTransport::speedAndLatency).
-  void networkSpeed(int* mbps, float* latencyUs) const { network_->speedAndLatency(mbps, latencyUs); }
+  void speedAndLatency(int* mbps, float* latencyUs) const { network_->speedAndLatency(mbps, latencyUs); }
 
   /// Every rank's identity and network handle, from init's one exchange: picks each peer's
   /// transport and starts the network's proxies if a peer needs them. `shmKey` names the

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tune/cluster.h"
+#include "tune/constants.h"
 #include "tune/tuner.h"
 #include "tune_fixtures.h"
 
@@ -85,6 +86,23 @@ TEST(Tuner, FiveHundredTwelveNodesTakeTreesAndTheCrossHostTreeWhenLarge) {
   EXPECT_EQ(large.algo, Algo::kCrossTree) << describe(large);
   EXPECT_LT(hostLinkFactor(m, Coll::kAllReduce, Algo::kCrossTree),
             hostLinkFactor(m, Coll::kAllReduce, Algo::kDoubleTree));
+}
+
+// A host-memory communicator across hosts takes its network's speed and latency where the network
+// reports them (HostEngine::setPeers, from every rank's identity), the model's constants where not;
+// and a slower network makes a large all-reduce slower, by its bytes over the link.
+TEST(TuneModel, HostMachineTakesTheNetworksSpeedAndLatency) {
+  const Machine unknown = hostMachine(2, 2, false);
+  EXPECT_EQ(unknown.netGBs, kHostNetGBs.value);
+  EXPECT_EQ(unknown.interHopUs, kHostSocketHopUs.value);
+  const Machine reported = hostMachine(2, 2, false, 12.5, 3.0);  // 100 Gb/s, 3 us
+  EXPECT_EQ(reported.netGBs, 12.5);
+  EXPECT_EQ(reported.interHopUs, kHostSocketHopUs.value + 3.0);
+  EXPECT_EQ(hostMachine(2, 1, false, 12.5, 3.0).interHopUs, 0.0) << "one host: no hop between hosts";
+  const Machine slow = hostMachine(2, 2, false, 0.125, 0);  // 1 Gb/s
+  const size_t big = size_t(128) << 20;
+  EXPECT_GT(predict(slow, Coll::kAllReduce, Algo::kRing, Proto::kSimple, big, 1).us,
+            2 * predict(reported, Coll::kAllReduce, Algo::kRing, Proto::kSimple, big, 1).us);
 }
 
 // The network term: a node's NICs in all (1, 4 or 8 NICs of 400 Gb/s per 8-GPU node) against what
