@@ -357,6 +357,9 @@ bool NetLane::complete() {
     posted_.pop_front();
     connection_->laneDone(index_, ++done_);
     moved = true;
+    // One received slot a step: the thread stepping may be the caller waiting for it, which then
+    // acts on it (sends its next slot) before anyone reads the slot behind it.
+    if (!connection_->outgoing()) break;
   }
   if (!finished_ && posted_.empty() && drainBefore_ != UINT64_MAX) {
     finish(false);
