@@ -333,7 +333,13 @@ class Watchdog {
     }
     std::unique_lock<std::mutex> lock(c.stallMu);
     c.reportingSeq = 0;
-    const WatchSample now = c.sample();
+    WatchSample now = c.sample();
+    // A late report describes the call just ended (a peer's report or exit ended it first), which
+    // sample() no longer sees as a call: where this rank's connections with the peer it waited
+    // for stood then (waitingOn stays until the next call begins).
+    if (late && now.detail.empty() && c.hostDetail && now.state.waitingOn >= 0) {
+      now.detail = c.hostDetail(now.state.waitingOn);
+    }
     if (report.empty()) report = stallReport(c.rank, stalled, ranks, c.describeTag, false, now.detail);
     // The call may have moved on while the peers were asked: then there is nothing to report. One
     // that ended without a step failed (a successful call steps), and its thread reports late.

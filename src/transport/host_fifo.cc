@@ -213,9 +213,9 @@ bool HostFifo::wait(Ready ready, const StopFlags& stop) {
   return ready();
 }
 
-void HostFifo::notify() {
+void HostFifo::notify(bool freed) {
   if (crossProcess_) return;
-  if (observer_ != nullptr) observer_->wake();
+  if (observer_ != nullptr) freed ? observer_->freed() : observer_->wake();
   // A read-modify-write of sleepers_, like the waiter's increment before its last check: the two
   // are ordered, so either the waiter's check sees what this side published, or this sees the
   // waiter. (An RMW rather than a fence and a load: ThreadSanitizer follows RMWs, not fences.)
@@ -275,7 +275,7 @@ bool HostFifo::readableWithin(std::chrono::milliseconds timeout) {
 
 void HostFifo::release() {
   block_->head.store(block_->head.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  notify();
+  notify(true);
 }
 
 void HostFifo::close(int rank, const std::string& reason) {

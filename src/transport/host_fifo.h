@@ -43,6 +43,8 @@ class FifoObserver {
  public:
   virtual ~FifoObserver() = default;
   virtual void wake() = 0;
+  /// The consumer freed a slot (the FIFO has room again). By default as wake().
+  virtual void freed() { wake(); }
   /// A thread waits on the FIFO, polling: it may move the FIFO's bytes itself when no one else is
   /// (a network's lanes), which saves the hand-off through a sleeping proxy.
   virtual void stepInline() {}
@@ -239,7 +241,7 @@ class HostFifo {
   long peerPid() const { return peerPid_; }
 
  private:
-  void notify();
+  void notify(bool freed = false);  // freed: by the consumer's release
   template <class Ready>
   bool wait(Ready ready, const StopFlags& stop);
   HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType, int dmabufFd);

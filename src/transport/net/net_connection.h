@@ -125,6 +125,7 @@ class NetLane {
   /// the connection (or ends it, see NetConnection::endBefore) and makes the lane finished().
   bool step();
   bool finished() const { return finished_; }
+  bool sends() const { return connection_->outgoing(); }
   /// True while requests are in flight (the proxy must watch them).
   bool busy() const { return !finished_ && !posted_.empty(); }
   /// For the built-in socket network: the descriptor to sleep on and the events that would mean

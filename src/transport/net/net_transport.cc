@@ -62,9 +62,12 @@ struct NetTransport::Proxy {
     added.clear();
     return true;
   }
+  // Sending lanes first: a slot just published leaves before this thread reads what arrived (the
+  // peer may be waiting for the slot; what arrived waits for this rank alone).
   bool stepAll() {
     bool moved = false;
-    for (auto& lane : lanes) moved |= lane->step();
+    for (auto& lane : lanes) moved |= lane->sends() && lane->step();
+    for (auto& lane : lanes) moved |= !lane->sends() && lane->step();
     return moved;
   }
   // On a caller's thread: steps the lanes if no one is stepping them. True when it did and none
@@ -262,6 +265,10 @@ void NetTransport::wake() {
   for (auto& proxy : proxies_) {
     if (!proxy->stepHere()) proxy->waker.wake();
   }
+}
+
+void NetTransport::freed() {
+  for (auto& proxy : proxies_) proxy->waker.wake();
 }
 
 void NetTransport::stepInline() {

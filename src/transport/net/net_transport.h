@@ -149,6 +149,11 @@ class NetTransport : public FifoObserver, public HostTransport {
 
   /// FifoObserver: a FIFO changed, the proxy threads may have work.
   void wake() override;
+  /// FifoObserver: a slot was freed. The proxies are woken (one asleep posts a receive into it, or
+  /// sees a send done), but nobody steps the lanes here: a caller that consumed a received slot
+  /// goes on to send its own next slot first, instead of reading the peer's next message before
+  /// it (bench/NOTES.md, twenty-ninth session).
+  void freed() override;
   /// FifoObserver: a caller polls a FIFO: it steps the lanes of every proxy that is not stepping
   /// them (a message that arrives then reaches it without waking the proxy).
   void stepInline() override;
