@@ -77,10 +77,10 @@ constexpr Constant kHostShmHopUs = {0.36,
                                     "measured: 2-process 8 B recursive doubling (one exchange) 0.57 us minus the call, "
                                     "dev VM, shared memory"};
 constexpr Constant kHostSocketHopUs = {
-    25.0,
-    "measured: 8 B all-reduce between 2 namespaced hosts (one exchange) 24.9-28.6 us "
-    "over the built-in socket network, dev VM; braid-tune --fit across them: 22.4 us "
-    "(bench/NOTES.md, twenty-fourth and twenty-eighth sessions)"};
+    16.0,
+    "measured: 8 B all-reduce between 2 namespaced hosts (one exchange) 15.9-16.8 us "
+    "over the built-in socket network, dev VM, once a rank sends its next message before "
+    "reading the peer's (bench/NOTES.md, twenty-ninth session; 25 us before)"};
 constexpr Constant kHostShmChannelGBs = {6.0, "measured: 2-process all-reduce busbw 6-10 GB/s at 512 KB-8 MB, dev VM"};
 constexpr Constant kHostReduceGBs = {20.0,
                                      "fitted: the measured 2-process crossover from recursive doubling to the ring "
