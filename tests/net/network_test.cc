@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 
+#include <chrono>
 #include <string>
+
+#include "transport/net/socket_net.h"
 
 namespace braid::network {
 namespace {
@@ -111,6 +115,83 @@ TEST(NetCheck, AFailedCallNamesTheNetworkTheCallAndWhatItLogged) {
   EXPECT_EQ(st.message(),
             "network FakeNine: listen on device 0 failed with ncclInternalError: fake plugin: no connections here");
   EXPECT_TRUE(n->check(ncclSuccess, "anything").isOk());
+}
+
+// Bytes that arrived on `comm`'s socket and are not read yet.
+int unread(void* comm) {
+  int n = -1;
+  return ioctl(socketNetFd(comm), FIONREAD, &n) == 0 ? n : -1;
+}
+
+// The built-in network reads a message only for the receive tested, and no further: irecv reads
+// nothing, and a test of the first of two receives leaves the second message in the socket, for
+// the caller to act on the first before paying the second's system calls (a rank that read its
+// peer's next message before sending its own made the two ranks take turns: docs/network.md).
+TEST(BuiltInSocketNetwork, ATestReadsNoFurtherThanTheReceiveItTests) {
+  Env e("BRAID_NET_PLUGIN", "none");
+  std::unique_ptr<Network> n;
+  ASSERT_TRUE(Network::open(9, &n).isOk());
+  const NetV11& api = n->api();
+  char handle[kNetHandleBytes] = {};
+  void *listenComm = nullptr, *sendComm = nullptr, *recvComm = nullptr;
+  ASSERT_EQ(api.listen(n->context(), 0, handle, &listenComm), ncclSuccess);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto waiting = [&] { return std::chrono::steady_clock::now() < deadline; };
+  while ((sendComm == nullptr || recvComm == nullptr) && waiting()) {
+    if (sendComm == nullptr) {
+      ASSERT_EQ(api.connect(n->context(), 0, handle, &sendComm, nullptr), ncclSuccess);
+    }
+    if (recvComm == nullptr) {
+      ASSERT_EQ(api.accept(listenComm, &recvComm, nullptr), ncclSuccess);
+    }
+  }
+  ASSERT_TRUE(sendComm != nullptr && recvComm != nullptr) << "no connection within 10 s";
+
+  uint64_t out[2] = {11, 22}, in[2] = {0, 0};
+  void *smh = nullptr, *rmh = nullptr;
+  ASSERT_EQ(api.regMr(sendComm, out, sizeof(out), kPtrHost, &smh), ncclSuccess);
+  ASSERT_EQ(api.regMr(recvComm, in, sizeof(in), kPtrHost, &rmh), ncclSuccess);
+  void* sent[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    while (sent[i] == nullptr && waiting())
+      ASSERT_EQ(api.isend(sendComm, &out[i], 8, 0, smh, nullptr, &sent[i]), ncclSuccess);
+  }
+  for (int i = 0, done = 0; i < 2; ++i, done = 0) {
+    while (!done && waiting()) ASSERT_EQ(api.test(sent[i], &done, nullptr), ncclSuccess);
+  }
+  while (unread(recvComm) < 2 * (16 + 8) && waiting()) {
+  }
+  const int both = unread(recvComm);
+  ASSERT_EQ(both % 2, 0);
+  ASSERT_GT(both, 2 * 8) << "two 8-byte messages and their headers";
+
+  void* received[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    void* data = &in[i];
+    size_t size = 8;
+    int tag = 0;
+    ASSERT_EQ(api.irecv(recvComm, 1, &data, &size, &tag, &rmh, nullptr, &received[i]), ncclSuccess);
+    ASSERT_NE(received[i], nullptr);
+  }
+  EXPECT_EQ(unread(recvComm), both) << "irecv read from the socket";
+  int done = 0, size = -1;
+  while (!done && waiting()) ASSERT_EQ(api.test(received[0], &done, &size), ncclSuccess);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(size, 8);
+  EXPECT_EQ(in[0], 11u);
+  EXPECT_EQ(unread(recvComm), both / 2) << "the test of the first receive read the second message too";
+  EXPECT_EQ(in[1], 0u);
+  done = 0;
+  while (!done && waiting()) ASSERT_EQ(api.test(received[1], &done, &size), ncclSuccess);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(in[1], 22u);
+  EXPECT_EQ(unread(recvComm), 0);
+
+  api.deregMr(sendComm, smh);
+  api.deregMr(recvComm, rmh);
+  api.closeSend(sendComm);
+  api.closeRecv(recvComm);
+  api.closeListen(listenComm);
 }
 
 }  // namespace
