@@ -260,15 +260,12 @@ int rankMain(const Options& o, const braidUniqueId* id, int rank, int nranks) {
     setenv("NCCL_MIN_CTAS", std::to_string(o.ctas).c_str(), 1);
     setenv("NCCL_MAX_CTAS", std::to_string(o.ctas).c_str(), 1);
   }
-  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
-  config.deviceKind = braidDeviceCuda;
-  if (o.ctas > 0) config.minCTAs = config.maxCTAs = o.ctas;
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
   // NCCL refuses two ranks on one GPU in a host: forked ranks sharing one (--ranks above the GPUs)
   // count as separate hosts to it, so its numbers are then its network's, not a comparison.
   if (id != nullptr && nranks > devices) setenv("NCCL_HOSTID", ("braid-overlap-" + std::to_string(rank)).c_str(), 1);
-  braidComm_t comm = braid_examples::initComm(id, config, &rank, &nranks);
+  braidComm_t comm = braid_examples::initComm(id, o.ctas, &rank, &nranks);
   int status = runRank(o, comm, rank, nranks);
   braidCommDestroy(comm);
   return status;

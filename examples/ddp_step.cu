@@ -170,10 +170,7 @@ int runRank(const Options& o, braidComm_t comm, int rank, int nranks) {
 }
 
 int rankMain(const Options& o, const braidUniqueId* id, int rank, int nranks) {
-  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
-  config.deviceKind = braidDeviceCuda;
-  if (o.ctas > 0) config.minCTAs = config.maxCTAs = o.ctas;
-  braidComm_t comm = braid_examples::initComm(id, config, &rank, &nranks);
+  braidComm_t comm = braid_examples::initComm(id, o.ctas, &rank, &nranks);
   int status = runRank(o, comm, rank, nranks);
   braidCommDestroy(comm);
   return status;

@@ -35,8 +35,11 @@ namespace braid_examples {
 
 /// This rank's GPU and communicator: from `id` (a forked rank: GPU rank % GPUs), or from the
 /// launcher's variables (torchrun / mpirun: GPU LOCAL_RANK % GPUs) when `id` is null, which also
-/// sets *rank and *nranks. Exits with the failed call's words.
-inline braidComm_t initComm(const braidUniqueId* id, braidConfig_t config, int* rank, int* nranks) {
+/// sets *rank and *nranks. `ctas` > 0 pins braid's CTAs per call. Exits with the failed call's words.
+inline braidComm_t initComm(const braidUniqueId* id, int ctas, int* rank, int* nranks) {
+  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+  config.deviceKind = braidDeviceCuda;
+  if (ctas > 0) config.minCTAs = config.maxCTAs = ctas;
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
   braidComm_t comm;
