@@ -43,11 +43,14 @@ Status runHostCall(const algo::Geometry& geometry, const algo::CallShape& call, 
   HostCall host = hostIn;
   host.failure = &failure;
   const int lanes = algo::numLanes(call.algo);
+  // One lane a channel: what a lane sends only it writes (the channels' ranges are apart).
+  host.sendsByReference = lanes == 1;
   if (call.nChannels == 1 && lanes == 1) {
     // The common small call: one program, on this thread, nothing allocated.
     algo::WorkArgs w = algo::workFor(geometry, host.rank, 0, call);
     HostBackend b(host, fifos, 0);
     algo::runLane(b, call.coll, call.algo, w, 0);
+    b.finish();
   } else {
     std::vector<algo::WorkArgs> work;
     for (int ch = 0; ch < call.nChannels; ++ch) work.push_back(algo::workFor(geometry, host.rank, ch, call));
@@ -55,6 +58,7 @@ Status runHostCall(const algo::Geometry& geometry, const algo::CallShape& call, 
       int ch = task / lanes;
       HostBackend b(host, fifos, ch);
       algo::runLane(b, call.coll, call.algo, work[ch], task % lanes);
+      b.finish();
     });
   }
   return outcome(failure, host, algo::collName(call.coll));

@@ -1,14 +1,41 @@
 #include "exec/host_prims.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "exec/host_reduce.h"
 
 namespace braid::exec {
 
+void RefLedger::add(transport::HostFifo* fifo, uint64_t counter, const char* data, size_t bytes) {
+  prune();
+  entries_.push_back({fifo, counter, data, data + bytes});
+}
+
+void RefLedger::prune() {
+  entries_.erase(
+      std::remove_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.fifo->released(e.counter); }),
+      entries_.end());
+}
+
+bool RefLedger::clear(const char* dst, size_t bytes, const transport::StopFlags& stop) {
+  for (const Entry& e : entries_) {
+    if (e.begin < dst + bytes && dst < e.end && !e.fifo->waitReleased(e.counter, stop)) return false;
+  }
+  return true;
+}
+
+bool RefLedger::drain(const transport::StopFlags& stop) {
+  for (const Entry& e : entries_) {
+    if (!e.fifo->waitReleased(e.counter, stop)) return false;
+  }
+  entries_.clear();
+  return true;
+}
+
 HostPrims::HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
-                     const int* sendPeers, transport::HostFifo* const* send, int nSend, int channel)
-    : call_(call), channel_(channel), nRecv_(nRecv), nSend_(nSend) {
+                     const int* sendPeers, transport::HostFifo* const* send, int nSend, int channel, RefLedger* refs)
+    : call_(call), channel_(channel), nRecv_(nRecv), nSend_(nSend), refs_(refs) {
   for (int i = 0; i < nRecv; ++i) {
     recv_[i] = recv[i];
     recvPeer_[i] = recvPeers[i];
@@ -98,6 +125,21 @@ void HostPrims::publishSend(char** slots, size_t bytes) {
   for (int i = 0; i < nSend_; ++i) send_[i]->publish(bytes, call_.tag);
 }
 
+bool HostPrims::publishByReference(const char* src, size_t bytes) {
+  if (refs_ == nullptr || !call_.sendsByReference) return false;
+  for (int i = 0; i < nSend_; ++i) {
+    if (!send_[i]->referenceSaves(bytes)) return false;
+  }
+  for (int i = 0; i < nSend_; ++i) refs_->add(send_[i], send_[i]->publishRef(src, bytes, call_.tag), src, bytes);
+  return true;
+}
+
+bool HostPrims::writable(const char* dst, size_t bytes) {
+  if (refs_ == nullptr || refs_->empty() || refs_->clear(dst, bytes, stepStop())) return true;
+  fail(nullptr);
+  return false;
+}
+
 void HostPrims::reduceInto(char* dst, const char** slots, const char* src, size_t n, bool post) {
   reduceElems(dst, slots[0], src, n, call_.type, call_.op);
   for (int i = 1; i < nRecv_; ++i) reduceElems(dst, dst, slots[i], n, call_.type, call_.op);
@@ -106,7 +148,7 @@ void HostPrims::reduceInto(char* dst, const char** slots, const char* src, size_
 
 void HostPrims::sendFrom(const char* src, size_t n) {
   char* slots[algo::kMaxPeers];
-  if (stopped() || !takeSend(slots)) return;
+  if (stopped() || !takeSend(slots) || publishByReference(src, n * call_.elemSize)) return;
   std::memcpy(slots[0], src, n * call_.elemSize);
   publishSend(slots, n * call_.elemSize);
 }
@@ -115,16 +157,19 @@ void HostPrims::send(size_t inOff, size_t n) { sendFrom(in(inOff), n); }
 
 void HostPrims::copySend(size_t inOff, size_t outOff, size_t n) {
   if (stopped()) return;
-  if (in(inOff) != out(outOff)) std::memcpy(out(outOff), in(inOff), n * call_.elemSize);
+  if (in(inOff) != out(outOff)) {
+    if (!writable(out(outOff), n * call_.elemSize)) return;
+    std::memcpy(out(outOff), in(inOff), n * call_.elemSize);
+  }
   char* slots[algo::kMaxPeers];
-  if (!takeSend(slots)) return;
+  if (!takeSend(slots) || publishByReference(in(inOff), n * call_.elemSize)) return;
   std::memcpy(slots[0], in(inOff), n * call_.elemSize);
   publishSend(slots, n * call_.elemSize);
 }
 
 void HostPrims::recv(size_t outOff, size_t n) {
   const char* slots[algo::kMaxPeers];
-  if (stopped() || !takeRecv(n * call_.elemSize, slots)) return;
+  if (stopped() || !writable(out(outOff), n * call_.elemSize) || !takeRecv(n * call_.elemSize, slots)) return;
   std::memcpy(out(outOff), slots[0], n * call_.elemSize);
   releaseRecv();
 }
@@ -133,8 +178,12 @@ void HostPrims::recvCopySend(size_t outOff, size_t n) {
   const char* rslots[algo::kMaxPeers];
   char* sslots[algo::kMaxPeers];
   size_t bytes = n * call_.elemSize;
-  if (stopped() || !takeRecv(bytes, rslots) || !takeSend(sslots)) return;
+  if (stopped() || !writable(out(outOff), bytes) || !takeRecv(bytes, rslots) || !takeSend(sslots)) return;
   std::memcpy(out(outOff), rslots[0], bytes);
+  if (publishByReference(out(outOff), bytes)) {
+    releaseRecv();
+    return;
+  }
   std::memcpy(sslots[0], rslots[0], bytes);
   releaseRecv();
   publishSend(sslots, bytes);
@@ -153,7 +202,7 @@ void HostPrims::recvReduceSend(size_t inOff, size_t n) { recvReduceSendFrom(in(i
 
 void HostPrims::recvReduceCopy(size_t inOff, size_t outOff, size_t n, bool post) {
   const char* rslots[algo::kMaxPeers];
-  if (stopped() || !takeRecv(n * call_.elemSize, rslots)) return;
+  if (stopped() || !writable(out(outOff), n * call_.elemSize) || !takeRecv(n * call_.elemSize, rslots)) return;
   reduceInto(out(outOff), rslots, in(inOff), n, post);
   releaseRecv();
 }
@@ -162,9 +211,10 @@ void HostPrims::recvReduceCopySendFrom(const char* src, size_t outOff, size_t n,
   const char* rslots[algo::kMaxPeers];
   char* sslots[algo::kMaxPeers];
   size_t bytes = n * call_.elemSize;
-  if (stopped() || !takeRecv(bytes, rslots) || !takeSend(sslots)) return;
+  if (stopped() || !writable(out(outOff), bytes) || !takeRecv(bytes, rslots) || !takeSend(sslots)) return;
   reduceInto(out(outOff), rslots, src, n, post);
   releaseRecv();
+  if (publishByReference(out(outOff), bytes)) return;
   std::memcpy(sslots[0], out(outOff), bytes);
   publishSend(sslots, bytes);
 }
@@ -174,10 +224,10 @@ void HostPrims::recvReduceCopySend(size_t inOff, size_t outOff, size_t n, bool p
 }
 
 void HostPrims::copy(size_t inOff, size_t outOff, size_t n, bool post) {
-  if (stopped()) return;
+  if (stopped() || (!post && in(inOff) == out(outOff)) || !writable(out(outOff), n * call_.elemSize)) return;
   if (post) {
     divideElems(out(outOff), in(inOff), n, call_.type, call_.nranks);
-  } else if (in(inOff) != out(outOff)) {
+  } else {
     std::memcpy(out(outOff), in(inOff), n * call_.elemSize);
   }
 }
@@ -186,7 +236,7 @@ void HostPrims::sendOutput(size_t outOff, size_t n) { sendFrom(out(outOff), n); 
 
 void HostPrims::recvReduceOutput(size_t outOff, size_t n, bool post) {
   const char* rslots[algo::kMaxPeers];
-  if (stopped() || !takeRecv(n * call_.elemSize, rslots)) return;
+  if (stopped() || !writable(out(outOff), n * call_.elemSize) || !takeRecv(n * call_.elemSize, rslots)) return;
   reduceInto(out(outOff), rslots, out(outOff), n, post);
   releaseRecv();
 }
@@ -208,7 +258,7 @@ HostPrims HostBackend::open(const int* recvPeers, const int* recvConns, int nRec
   for (int i = 0; i < nRecv; ++i)
     recv[i] = fifos_.fifo(channel_, recvConns != nullptr ? recvConns[i] : connId, recvPeers[i], call_.rank);
   for (int i = 0; i < nSend; ++i) send[i] = fifos_.fifo(channel_, connId, call_.rank, sendPeers[i]);
-  return HostPrims(call_, recvPeers, recv, nRecv, sendPeers, send, nSend, channel_);
+  return HostPrims(call_, recvPeers, recv, nRecv, sendPeers, send, nSend, channel_, &refs_);
 }
 
 }  // namespace braid::exec

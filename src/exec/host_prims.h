@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "algo/collectives.h"
 #include "algo/prims.h"
@@ -61,16 +62,45 @@ struct HostCall {
   transport::CallTag tag;                    // carried in every slot this rank sends, checked in every one it reads
   std::string (*describeTag)(const transport::CallTag&) = nullptr;  // names a tag in errors
   CallProgress* progress = nullptr;                                 // the watchdog's (null: off)
+  // Large sends over connections that allow it (HostFifo::byReference) leave the data where it
+  // lies: set where no other lane of the call writes what a lane sends (one lane a channel).
+  bool sendsByReference = false;
 
   transport::StopFlags stop() const {
     return transport::StopFlags{abort, failure != nullptr ? &failure->failed : nullptr};
   }
 };
 
+/// One lane's slots sent by reference (HostFifo::publishRef) that the network may still be reading:
+/// the caller's bytes they name must stay as they are until each slot is freed. A lane writes
+/// nothing over them (clear) and ends its call only once all are freed (drain).
+class RefLedger {
+ public:
+  void add(transport::HostFifo* fifo, uint64_t counter, const char* data, size_t bytes);
+  /// Waits until no slot in flight names any byte of [dst, dst + bytes): false if stopped first.
+  bool clear(const char* dst, size_t bytes, const transport::StopFlags& stop);
+  /// Waits until every slot is freed: false if stopped first (a failed call: its connections are
+  /// closed, and the network stops reading as its proxy sees them closed).
+  bool drain(const transport::StopFlags& stop);
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  struct Entry {
+    transport::HostFifo* fifo;
+    uint64_t counter;
+    const char* begin;
+    const char* end;
+  };
+  void prune();
+  std::vector<Entry> entries_;
+};
+
 class HostPrims {
  public:
+  /// `refs`: where sends by reference are recorded (null: every send is copied into its slots).
   HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
-            const int* sendPeers, transport::HostFifo* const* send, int nSend, int channel = -1);
+            const int* sendPeers, transport::HostFifo* const* send, int nSend, int channel = -1,
+            RefLedger* refs = nullptr);
 
   void send(size_t in, size_t n);
   void copySend(size_t in, size_t out, size_t n);
@@ -96,6 +126,11 @@ class HostPrims {
   // Waits for every send slot; false (and failed) on abort.
   bool takeSend(char** slots);
   void publishSend(char** slots, size_t bytes);
+  // Publishes the send slots by reference to `bytes` at `src` when that saves copying; false (nothing
+  // done) otherwise.
+  bool publishByReference(const char* src, size_t bytes);
+  // Before writing `bytes` at `dst` (the output): waits until no slot sent by reference names them.
+  bool writable(const char* dst, size_t bytes);
   // Waits for the send slots and sends `n` elements from `src`.
   void sendFrom(const char* src, size_t n);
   void recvReduceSendFrom(const char* src, size_t n);
@@ -119,6 +154,7 @@ class HostPrims {
   transport::HostFifo* watched_[2 * algo::kMaxPeers] = {};  // recv_ then send_
   int nRecv_;
   int nSend_;
+  RefLedger* refs_ = nullptr;
   bool stopped() const { return call_.stop().raised(); }
   // What ends this step's waits: the call's stop, or a close of any FIFO of these prims.
   transport::StopFlags stepStop() const;
@@ -136,11 +172,14 @@ class HostBackend {
 
   HostPrims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId);
   HostPrims open(const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend, int connId);
+  /// After the lane's program: waits until the network has sent what it sent by reference.
+  void finish() { refs_.drain(call_.stop()); }
 
  private:
   const HostCall& call_;
   transport::FifoResolver& fifos_;
   int channel_;
+  RefLedger refs_;
 };
 
 }  // namespace braid::exec

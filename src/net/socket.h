@@ -12,6 +12,7 @@
 #pragma once
 
 #include <poll.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <chrono>
@@ -118,6 +119,8 @@ class Socket {
   Status sendSome(const void* data, size_t bytes, size_t* done);
   /// Like sendSome on the concatenation of two buffers, in one system call (a header and its data).
   Status sendSome(const void* first, size_t firstBytes, const void* second, size_t secondBytes, size_t* done);
+  /// Like sendSome on the concatenation of `n` buffers (at most 4), in one system call.
+  Status sendSome(const iovec* parts, int n, size_t* done);
   Status recvSome(void* data, size_t bytes, size_t* done);
 
   Status sendAll(const void* data, size_t bytes, const Deadline& deadline, PollClient* also = nullptr);

@@ -240,14 +240,28 @@ char* HostFifo::waitWritable(const StopFlags& stop) {
   return slot(tail);
 }
 
-void HostFifo::publish(size_t bytes, const CallTag& tag) {
+void HostFifo::publish(size_t bytes, const CallTag& tag) { publishSlot(bytes, tag, nullptr); }
+
+uint64_t HostFifo::publishRef(const char* data, size_t bytes, const CallTag& tag) {
+  const uint64_t tail = block_->tail.load(std::memory_order_relaxed);
+  publishSlot(bytes, tag, data);
+  return tail;
+}
+
+void HostFifo::publishSlot(size_t bytes, const CallTag& tag, const char* ref) {
   uint64_t tail = block_->tail.load(std::memory_order_relaxed);
+  refs_[tail % slots_] = ref;  // before the tail's release: the consumer reads it after acquiring it
   SlotHeader* h = header(tail);
   h->size = bytes;
   h->tag = tag;
   h->seq.store(tail + 1, std::memory_order_release);
   block_->tail.store(tail + 1, std::memory_order_release);
   notify();
+}
+
+bool HostFifo::waitReleased(uint64_t counter, const StopFlags& stop) {
+  if (released(counter)) return true;
+  return wait([&] { return released(counter); }, stop);
 }
 
 const char* HostFifo::waitReadable(size_t* bytes, const StopFlags& stop, CallTag* tag) {

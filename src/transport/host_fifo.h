@@ -174,6 +174,27 @@ class HostFifo {
   /// Publishes the slot from waitWritable with `bytes` of data of the call `tag`.
   void publish(size_t bytes, const CallTag& tag = CallTag{});
 
+  /// Sending by reference: a FIFO whose consumer is a network proxy of this process (an outgoing
+  /// connection of the built-in socket network) may carry a slot's data where it lies instead of
+  /// copying it into the slot: the network sends the slot's size and tag from the slot and the data
+  /// from the caller's memory. Set before the FIFO is used.
+  void allowByReference() { byReference_ = true; }
+  bool byReference() const { return byReference_; }
+  /// Below this, a copy costs less than keeping the caller's bytes unchanged until they are sent.
+  static constexpr size_t kMinReferenceBytes = 64 * 1024;
+  /// True when `bytes` are worth publishing by reference.
+  bool referenceSaves(size_t bytes) const { return byReference_ && bytes >= kMinReferenceBytes; }
+  /// Publishes the slot from waitWritable with the `bytes` at `data` (byReference() FIFOs): the
+  /// caller leaves them unchanged and alive until the slot is freed (released(counter)). Returns
+  /// the slot's counter.
+  uint64_t publishRef(const char* data, size_t bytes, const CallTag& tag = CallTag{});
+  /// Where slot `counter`'s data lies when it was published by reference (nullptr: in the slot).
+  const char* refAt(uint64_t counter) const { return refs_[counter % slots_]; }
+  /// True once the consumer freed slot `counter`.
+  bool released(uint64_t counter) const { return headCount() > counter; }
+  /// Waits until slot `counter` is freed: false if the FIFO closed or `stop` was raised first.
+  bool waitReleased(uint64_t counter, const StopFlags& stop);
+
   /// Waits until a slot holds data; returns it, its size and (if asked) its sender's call tag
   /// (nullptr once stopped).
   const char* waitReadable(size_t* bytes, const StopFlags& stop, CallTag* tag = nullptr);
@@ -242,6 +263,7 @@ class HostFifo {
 
  private:
   void notify(bool freed = false);  // freed: by the consumer's release
+  void publishSlot(size_t bytes, const CallTag& tag, const char* ref);
   template <class Ready>
   bool wait(Ready ready, const StopFlags& stop);
   HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType, int dmabufFd);
@@ -271,6 +293,8 @@ class HostFifo {
   int dmabufFd_ = -1;                      // forDeviceData: the DMA-BUF of the data, or -1
   alignas(64) uint64_t producerHead_ = 0;  // the producer's last view of head (its side only)
   FifoObserver* observer_ = nullptr;
+  bool byReference_ = false;          // allowByReference
+  const char* refs_[kMaxSteps] = {};  // publishRef's data, per slot (written before its tail)
   std::atomic<int> pauseSpins_{0};
   std::atomic<int> sleepers_{0};
   std::mutex mu_;

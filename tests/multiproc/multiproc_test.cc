@@ -244,6 +244,10 @@ const TransportCase kTransports[] = {
     {"TwoHosts", {"BRAID_CHUNK_BYTES=64", "BRAID_TEST_HOSTS=2"}},
     {"SocketsLarge",
      {"BRAID_SHM_DISABLE=1", "BRAID_SOCKET_NTHREADS=2", "BRAID_NSOCKS_PERTHREAD=2", "BRAID_TEST_LARGE=1"}},
+    // Recursive doubling sends a block and then reduces into it: its sends by reference must be
+    // sent before the reduce overwrites them (RefLedger::clear).
+    {"SocketsLargeDoubling",
+     {"BRAID_SHM_DISABLE=1", "BRAID_NSOCKS_PERTHREAD=2", "BRAID_TEST_LARGE=1", "BRAID_ALGO=doubling"}},
 };
 
 std::vector<std::string> withEnv(std::vector<std::string> env, std::initializer_list<const char*> more) {
@@ -265,7 +269,7 @@ TEST_P(Transports, EveryCollectiveAcrossProcesses) {
   EXPECT_EQ(leftoverSegments(reports), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, Transports, ::testing::Combine(::testing::Range(0, 4), ::testing::Values(1, 2, 3, 4)),
+INSTANTIATE_TEST_SUITE_P(Ranks, Transports, ::testing::Combine(::testing::Range(0, 5), ::testing::Values(1, 2, 3, 4)),
                          [](const auto& p) {
                            return std::string(kTransports[std::get<0>(p.param)].name) + "_" +
                                   std::to_string(std::get<1>(p.param));

@@ -118,9 +118,47 @@ Status largeAllReduce(braidComm_t comm, int r, int n) {
   return Status::ok();
 }
 
+// A large broadcast whose root overwrites its buffer as soon as the call returns (the others must
+// receive what it held during the call: a call returns only once the network has read what it
+// sent from the caller's memory, sends by reference), and a large out-of-place all-reduce whose
+// ranks do the same with their input.
+Status largeCallsThenOverwrite(braidComm_t comm, int r, int n) {
+  const size_t count = (size_t{1} << 20) + 5;
+  auto value = [](int q, size_t i) { return static_cast<float>((q * 5 + i) % 11); };
+  std::vector<float> buf(count), out(count);
+  for (size_t i = 0; i < count; ++i) buf[i] = value(0, i);
+  braidResult_t rc = braidBroadcast(buf.data(), buf.data(), count, braidFloat32, 0, comm, nullptr);
+  if (r == 0) std::fill(buf.begin(), buf.end(), -1.0f);
+  if (rc != braidSuccess)
+    return Status(static_cast<braid::Code>(rc), std::string("large broadcast: ") + braidGetLastError());
+  for (size_t i = 0; r != 0 && i < count; ++i) {
+    if (buf[i] != value(0, i)) {
+      return braid::internalError("large broadcast: element " + std::to_string(i) + " is " + std::to_string(buf[i]) +
+                                  ", expected " + std::to_string(value(0, i)));
+    }
+  }
+  for (size_t i = 0; i < count; ++i) buf[i] = value(r, i);
+  rc = braidAllReduce(buf.data(), out.data(), count, braidFloat32, braidSum, comm, nullptr);
+  std::fill(buf.begin(), buf.end(), -1.0f);
+  if (rc != braidSuccess)
+    return Status(static_cast<braid::Code>(rc), std::string("large allreduce: ") + braidGetLastError());
+  for (size_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int q = 0; q < n; ++q) want += value(q, i);
+    if (out[i] != want) {
+      return braid::internalError("large out-of-place allreduce: element " + std::to_string(i) + " is " +
+                                  std::to_string(out[i]) + ", expected " + std::to_string(want));
+    }
+  }
+  return Status::ok();
+}
+
 // Every collective across processes, each result checked element by element.
 Status collectives(braidComm_t comm, int r, int n) {
-  if (envInt("BRAID_TEST_LARGE", 0) != 0) BRAID_RETURN_IF_ERROR(largeAllReduce(comm, r, n));
+  if (envInt("BRAID_TEST_LARGE", 0) != 0) {
+    BRAID_RETURN_IF_ERROR(largeAllReduce(comm, r, n));
+    BRAID_RETURN_IF_ERROR(largeCallsThenOverwrite(comm, r, n));
+  }
   const size_t count = 10007;  // not a multiple of anything: ragged rounds and chunks
   std::vector<float> in(count * n), out(count * n);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((r * 31 + i) % 17);

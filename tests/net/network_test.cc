@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/net/net_connection.h"
 #include "transport/net/socket_net.h"
@@ -209,6 +211,57 @@ TEST(BuiltInSocketNetwork, ATestReadsNoFurtherThanTheReceiveItTests) {
   api.deregMr(recvComm, rmh);
   api.closeSend(sendComm);
   api.closeRecv(recvComm);
+  api.closeListen(pair.listenComm);
+}
+
+// A send of two parts (braid's proxies: a slot's size and tag, then its data from the caller's
+// memory) is one message: the receiver gets the parts back to back, also when the socket takes
+// them over many partial sends. A receive comm is no place for one.
+TEST(BuiltInSocketNetwork, ASendOfTwoPartsArrivesAsOneMessage) {
+  BuiltInPair pair;
+  ASSERT_NO_FATAL_FAILURE(pair.connect());
+  const NetV11& api = pair.n->api();
+  auto waiting = [&] { return pair.waiting(); };
+  std::vector<char> prefix(40), data(3 << 20), in(prefix.size() + data.size() + 8, 0);
+  for (size_t i = 0; i < prefix.size(); ++i) prefix[i] = static_cast<char>(i + 1);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 7) % 251);
+  // Small socket buffers: the message goes over many partial sends.
+  int small = 16 << 10;
+  ASSERT_EQ(setsockopt(socketNetFd(pair.sendComm), SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+  ASSERT_EQ(setsockopt(socketNetFd(pair.recvComm), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  void* rmh = nullptr;
+  ASSERT_EQ(api.regMr(pair.recvComm, in.data(), in.size(), kPtrHost, &rmh), ncclSuccess);
+  void* wrong = nullptr;
+  EXPECT_NE(socketNetIsendParts(pair.recvComm, prefix.data(), prefix.size(), data.data(), data.size(), 0, &wrong),
+            ncclSuccess);
+  void* sent = nullptr;
+  while (sent == nullptr && waiting()) {
+    ASSERT_EQ(socketNetIsendParts(pair.sendComm, prefix.data(), prefix.size(), data.data(), data.size(), 3, &sent),
+              ncclSuccess);
+  }
+  void* buffer = in.data();
+  size_t capacity = in.size();
+  int tag = 3;
+  void* received = nullptr;
+  ASSERT_EQ(api.irecv(pair.recvComm, 1, &buffer, &capacity, &tag, &rmh, nullptr, &received), ncclSuccess);
+  ASSERT_NE(received, nullptr);
+  int sendDone = 0, recvDone = 0, size = -1;
+  while ((!sendDone || !recvDone) && waiting()) {
+    if (!sendDone) {
+      ASSERT_EQ(api.test(sent, &sendDone, nullptr), ncclSuccess);
+    }
+    if (!recvDone) {
+      ASSERT_EQ(api.test(received, &recvDone, &size), ncclSuccess);
+    }
+  }
+  ASSERT_TRUE(sendDone && recvDone) << "not done within 10 s";
+  EXPECT_EQ(size, static_cast<int>(prefix.size() + data.size()));
+  EXPECT_EQ(std::memcmp(in.data(), prefix.data(), prefix.size()), 0);
+  EXPECT_EQ(std::memcmp(in.data() + prefix.size(), data.data(), data.size()), 0);
+  EXPECT_EQ(in[prefix.size() + data.size()], 0) << "more than the message arrived";
+  api.deregMr(pair.recvComm, rmh);
+  api.closeSend(pair.sendComm);
+  api.closeRecv(pair.recvComm);
   api.closeListen(pair.listenComm);
 }
 

@@ -44,19 +44,35 @@ struct Pair {
 };
 
 // Sends `sizes.size()` slots of the given sizes from rank 0 to rank 1 and checks every byte.
-void moveSlots(Pair& pair, const std::vector<size_t>& sizes, int channel) {
+// `byReference`: slots whose size allows it are published by reference to memory of the sender's
+// (the built-in network allows it), which changes once each is freed.
+void moveSlots(Pair& pair, const std::vector<size_t>& sizes, int channel, bool byReference = false) {
   HostFifo* out = nullptr;
   HostFifo* in = nullptr;
   ASSERT_TRUE(pair.rank[1]->fifo(channel, 0, 0, 1, &in).isOk());
   ASSERT_TRUE(pair.rank[0]->fifo(channel, 0, 0, 1, &out).isOk());
   StopFlags stop{&pair.abort, nullptr};
   auto byte = [](size_t slot, size_t i) { return static_cast<char>((slot * 131 + i * 7) & 0xff); };
+  ASSERT_TRUE(out->byReference());
   std::thread sender([&] {
+    std::vector<char> mine[kMaxSteps];
     for (size_t k = 0; k < sizes.size(); ++k) {
       char* slot = out->waitWritable(stop);
       ASSERT_NE(slot, nullptr);
+      if (byReference && out->referenceSaves(sizes[k])) {
+        // The slot's memory of the sender's is free again once its slot is (it waited for it).
+        std::vector<char>& data = mine[k % out->slots()];
+        data.assign(sizes[k], 0);
+        for (size_t i = 0; i < sizes[k]; ++i) data[i] = byte(k, i);
+        uint64_t counter = out->publishRef(data.data(), data.size());
+        ASSERT_EQ(out->refAt(counter), data.data());
+        continue;
+      }
       for (size_t i = 0; i < sizes[k]; ++i) slot[i] = byte(k, i);
       out->publish(sizes[k]);
+    }
+    if (!sizes.empty()) {
+      ASSERT_TRUE(out->waitReleased(out->tailCount() - 1, stop));
     }
   });
   for (size_t k = 0; k < sizes.size(); ++k) {
@@ -104,6 +120,7 @@ TEST_P(NetTransportLanes, EverySlotArrivesWhole) {
   for (int i = 0; i < 60; ++i) sizes.push_back(rng() % (slotBytes + 1));
   moveSlots(pair, sizes, 0);
   moveSlots(pair, {slotBytes, 5, slotBytes}, 3);  // a second connection of the same pair
+  moveSlots(pair, sizes, 5, true);                // lanes 1 and up send from the sender's memory
 }
 
 INSTANTIATE_TEST_SUITE_P(ThreadsByLanes, NetTransportLanes,

@@ -26,6 +26,8 @@ NetConnection::NetConnection(bool outgoing, int peer, std::unique_ptr<HostFifo> 
   fifo_->setObserver(observer);
 }
 
+void NetConnection::allowSendsByReference() { fifo_->allowByReference(); }
+
 bool NetConnection::agreeLanes(int lanes) {
   int none = 0;
   if (lanes_.compare_exchange_strong(none, lanes, std::memory_order_acq_rel)) return true;
@@ -213,11 +215,21 @@ bool NetLane::postSend(uint64_t slot) {
   const size_t size = fifo.sharedWithDevice() ? fifo.kernelSizeAt(slot) : fifo.sizeAt(slot);
   char* data = fifo.slotAt(slot);
   size_t bytes = size;
+  const char* prefix = nullptr;  // lane 0 of a slot published by reference: its size and tag
   if (fifo.wireContiguous()) {
     size_t begin = 0, end = 0;
     pieceOf(size, index_, connection_->lanes(), &begin, &end);
-    data = index_ == 0 ? fifo.wireAt(slot) : data + begin;
-    bytes = index_ == 0 ? HostFifo::kWireBytes + end : end - begin;
+    // A slot published by reference (built-in network only) has its data in the caller's memory:
+    // lane 0 sends the size and tag from the slot, then its piece from there, as one message.
+    const char* ref = fifo.refAt(slot);
+    if (ref != nullptr) {
+      data = const_cast<char*>(ref) + begin;
+      bytes = end - begin;
+      if (index_ == 0) prefix = fifo.wireAt(slot);
+    } else {
+      data = index_ == 0 ? fifo.wireAt(slot) : data + begin;
+      bytes = index_ == 0 ? HostFifo::kWireBytes + end : end - begin;
+    }
     if (index_ == 0 && fifo.sharedWithDevice()) fifo.setSizeAt(slot, size);  // the kernel wrote it beside its tail
   }
   if (index_ != 0 && bytes == 0) {
@@ -225,8 +237,11 @@ bool NetLane::postSend(uint64_t slot) {
     return true;
   }
   void* request = nullptr;
-  Status st = network_->check(network_->api().isend(comm_, data, bytes, index_, memoryOf(slot), nullptr, &request),
-                              "isend to rank " + std::to_string(connection_->peer()));
+  ncclResult_t r =
+      prefix != nullptr
+          ? network::socketNetIsendParts(comm_, prefix, HostFifo::kWireBytes, data, bytes, index_, &request)
+          : network_->api().isend(comm_, data, bytes, index_, memoryOf(slot), nullptr, &request);
+  Status st = network_->check(r, "isend to rank " + std::to_string(connection_->peer()));
   if (!st.isOk()) {
     BRAID_WARN(log::Subsys::kNet, st.message());
     finish(true, st.message());
@@ -234,7 +249,7 @@ bool NetLane::postSend(uint64_t slot) {
   }
   if (request == nullptr) return false;  // the network is full: later
   BRAID_TRACE(log::Subsys::kNet, "to rank ", connection_->peer(), " lane ", index_, ": slot ", slot, " of ", size,
-              " bytes, ", bytes, " sent");
+              " bytes, ", bytes, " sent", prefix != nullptr ? " from the caller's memory" : "");
   posted_.push_back({slot, request});
   return true;
 }

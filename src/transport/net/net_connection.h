@@ -13,10 +13,11 @@
 // at most. A slot of B bytes is cut into pieces of at least kMinPieceBytes, piece i going on lane i
 // (a small slot uses lane 0 only and costs one message). Lane 0's message is the slot's size and
 // call tag as they lie ahead of its data in the FIFO (HostFifo::wireAt) followed by piece 0, so it
-// needs no copy; the receiver's other lanes learn the size from it. Every lane keeps up to a FIFO's
-// worth of slots posted (receives into free slots, sends of full ones); slot k is released (sender)
-// or published (receiver) once every lane has finished it. Flow control is the FIFO's: a receive
-// is posted only into a free slot.
+// needs no copy; the receiver's other lanes learn the size from it. A slot published by reference
+// (HostFifo::publishRef; built-in network only) has its data in the caller's memory: every lane
+// sends its piece from there, lane 0 its size and tag from the slot in the same message. Every lane keeps up to a
+// FIFO's worth of slots posted (receives into free slots, sends of full ones); slot k is released (sender) or published
+// (receiver) once every lane has finished it. Flow control is the FIFO's: a receive is posted only into a free slot.
 //
 // A lane whose request fails closes the FIFO in the peer's name: the algorithm waiting on it stops
 // with an error naming the peer. A receive that fails as its peer goes away, between slots, first
@@ -58,6 +59,10 @@ class NetConnection {
   /// The peer's leaving is still told (peerGone): a peer leaves with all its connections at once,
   /// and whichever sees it first says so for the others. Before the first lane.
   void setQuiet() { quiet_ = true; }
+  /// Outgoing host FIFO: its slots may be published by reference (HostFifo::publishRef): lane 0's
+  /// piece is copied into the slot beside the size and tag, the other lanes send theirs from where
+  /// the data lies. Before the FIFO is used.
+  void allowSendsByReference();
   bool outgoing() const { return outgoing_; }
   int peer() const { return peer_; }
   HostFifo& fifo() { return *fifo_; }

@@ -68,6 +68,10 @@ struct Request {
   bool used = false;
   bool done = false;
   char* data = nullptr;
+  // A send of two parts (socketNetIsendParts): `prefix` goes first, then `data`; the message's size
+  // (header.size) counts both.
+  const char* prefix = nullptr;
+  size_t prefixBytes = 0;
   size_t capacity = 0;  // the receive buffer's size (receives)
   int postedTag = 0;    // the tag the receive was posted with
   Header header{};      // sent, or being received
@@ -144,22 +148,27 @@ ncclResult_t failComm(Comm* c, const Status& st, bool between) {
   return c->failed;
 }
 
+// Sends what the socket takes of [header | prefix | data] from where it stopped.
 Status progressSend(Request* r, bool* finished) {
   Socket& s = r->comm->socket;
   *finished = false;
-  while (r->headerMoved < sizeof(Header) || r->dataMoved < r->header.size) {
-    size_t moved = 0;
-    if (r->headerMoved < sizeof(Header)) {
-      const char* h = reinterpret_cast<const char*>(&r->header);
-      BRAID_RETURN_IF_ERROR(
-          s.sendSome(h + r->headerMoved, sizeof(Header) - r->headerMoved, r->data, r->header.size, &moved));
-      size_t toHeader = std::min(moved, sizeof(Header) - r->headerMoved);
-      r->headerMoved += toHeader;
-      r->dataMoved += moved - toHeader;
-    } else {
-      BRAID_RETURN_IF_ERROR(s.sendSome(r->data + r->dataMoved, r->header.size - r->dataMoved, &moved));
-      r->dataMoved += moved;
+  const size_t total = sizeof(Header) + r->header.size;
+  while (r->headerMoved + r->dataMoved < total) {
+    const size_t at = r->headerMoved + r->dataMoved;
+    const char* pieces[3] = {reinterpret_cast<const char*>(&r->header), r->prefix, r->data};
+    const size_t lengths[3] = {sizeof(Header), r->prefixBytes, r->header.size - r->prefixBytes};
+    iovec parts[3];
+    size_t begin = 0;
+    for (int i = 0; i < 3; ++i) {
+      size_t skip = std::min(lengths[i], at > begin ? at - begin : 0);
+      parts[i] = {const_cast<char*>(pieces[i]) + skip, lengths[i] - skip};
+      begin += lengths[i];
     }
+    size_t moved = 0;
+    BRAID_RETURN_IF_ERROR(s.sendSome(parts, 3, &moved));
+    size_t toHeader = std::min(moved, sizeof(Header) - r->headerMoved);
+    r->headerMoved += toHeader;
+    r->dataMoved += moved - toHeader;
     if (moved == 0) return Status::ok();
   }
   *finished = true;
@@ -431,28 +440,38 @@ ncclResult_t socketDeregMr(void* comm, void* mhandle) {
   return ncclSuccess;
 }
 
-ncclResult_t socketIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
-                         void** request) {
+// isend of [prefix | data] as one message of prefixBytes + size bytes.
+ncclResult_t isendParts(void* sendComm, const void* prefix, size_t prefixBytes, void* data, size_t size, int tag,
+                        void** request) {
   if (sendComm == nullptr || request == nullptr) return fail(ncclInternalError, "isend: null pointer");
   *request = nullptr;
   Comm* c = static_cast<Comm*>(sendComm);
   if (!c->send) return fail(ncclInternalError, "isend on a receiving connection");
   if (c->failed != ncclSuccess) return c->failed;
-  if (size > kMaxMessageBytes || (size > 0 && data == nullptr)) {
-    return fail(ncclInternalError, "isend of " + std::to_string(size) + " bytes from " +
-                                       (data == nullptr ? "a null pointer" : "one buffer") +
-                                       " (at most 1 GiB per message)");
+  if (prefixBytes + size > kMaxMessageBytes || (size > 0 && data == nullptr) ||
+      (prefixBytes > 0 && prefix == nullptr)) {
+    return fail(ncclInternalError,
+                "isend of " + std::to_string(prefixBytes + size) + " bytes from " +
+                    (data == nullptr || (prefixBytes > 0 && prefix == nullptr) ? "a null pointer" : "one buffer") +
+                    " (at most 1 GiB per message)");
   }
   Request* r = freeRequest(c);
   if (r == nullptr) return ncclSuccess;  // 32 in flight: try again later
   *r = Request{};
   r->comm = c;
   r->used = true;
+  r->prefix = static_cast<const char*>(prefix);
+  r->prefixBytes = prefixBytes;
   r->data = static_cast<char*>(data);
-  r->header = Header{kHeaderMagic, tag, size};
+  r->header = Header{kHeaderMagic, tag, prefixBytes + size};
   c->queue.push_back(r);
   *request = r;
   return progress(c);
+}
+
+ncclResult_t socketIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
+                         void** request) {
+  return isendParts(sendComm, nullptr, 0, data, size, tag, request);
 }
 
 ncclResult_t socketIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
@@ -544,6 +563,14 @@ int socketNetFd(void* comm) {
   if (kind == Kind::kSend || kind == Kind::kRecv) return static_cast<Comm*>(comm)->socket.fd();
   if (kind == Kind::kListen) return static_cast<ListenComm*>(comm)->socket.fd();
   return -1;
+}
+
+ncclResult_t socketNetIsendParts(void* sendComm, const void* first, size_t firstBytes, const void* second,
+                                 size_t secondBytes, int tag, void** request) {
+  if (sendComm != nullptr && static_cast<Comm*>(sendComm)->kind != Kind::kSend) {
+    return fail(ncclInternalError, "isend of two parts on something that is not a send connection");
+  }
+  return isendParts(sendComm, first, firstBytes, const_cast<void*>(second), secondBytes, tag, request);
 }
 
 bool socketNetPeerClosed(void* sendComm) {

@@ -33,6 +33,11 @@ const NetV11& socketNetwork();
 int socketNetFd(void* comm);
 /// The address (without port) of device `dev` once discovered ("" for none).
 std::string socketNetDeviceAddress(int dev);
+/// isend (on a send comm of this network) of one message made of two buffers, `first` then
+/// `second`, sent with one system call at a time as they lie: a slot's size and tag from the FIFO,
+/// its data from the caller's memory (HostFifo::publishRef). The receiver sees one message.
+ncclResult_t socketNetIsendParts(void* sendComm, const void* first, size_t firstBytes, const void* second,
+                                 size_t secondBytes, int tag, void** request);
 /// True when the peer of a send comm of this network closed its end or died (looked at without
 /// waiting; only meaningful while no send is in flight, when nothing else may arrive).
 bool socketNetPeerClosed(void* sendComm);
