@@ -1,5 +1,7 @@
 #include "exec/host_executor.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -33,6 +35,23 @@ Status outcome(const CallFailure& failure, const HostCall& host, const char* wha
                        (said.empty() ? std::string() : "; the network: " + said));
   }
   return remoteError(call + ": a peer sent a different amount of data than this rank expected (mismatched calls?)");
+}
+
+// The bytes [first, last) that `ops` name in the buffer at `base` (empty: first == last).
+struct Span {
+  uintptr_t first = UINTPTR_MAX, last = 0;
+  // True when every byte of this span lies before every byte of `o` (or either is empty).
+  bool operator<=(const Span& o) const { return first >= last || o.first >= o.last || last <= o.first; }
+};
+Span spanOf(const std::vector<algo::P2pOp>& ops, const char* base) {
+  Span s;
+  for (const algo::P2pOp& op : ops) {
+    if (op.count == 0) continue;
+    uintptr_t a = reinterpret_cast<uintptr_t>(base) + op.offset;
+    s.first = std::min(s.first, a);
+    s.last = std::max(s.last, a + op.count);
+  }
+  return s;
 }
 
 }  // namespace
@@ -70,6 +89,12 @@ Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs
   HostCall host = hostIn;
   host.failure = &failure;
   algo::orderP2p(host.rank, host.nranks, &sends, &recvs);
+
+  // The send lane sends by reference when no receive of the call writes into what the sends name
+  // (the bytes the sends span lie apart from those the receives span): the receive lane is another
+  // lane, which RefLedger does not watch.
+  host.sendsByReference = spanOf(sends, host.input) <= spanOf(recvs, host.output) ||
+                          spanOf(recvs, host.output) <= spanOf(sends, host.input);
   std::vector<algo::WorkArgs> work(nChannels);
   for (int ch = 0; ch < nChannels; ++ch) {
     algo::WorkArgs& w = work[ch];
@@ -85,6 +110,7 @@ Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs
     HostBackend b(host, fifos, w.channel);
     if (task % 2 == 0) {
       if (!sends.empty()) algo::p2pSendLane(b, w, sends.data(), static_cast<int>(sends.size()));
+      b.finish();
     } else if (!recvs.empty()) {
       algo::p2pRecvLane(b, w, recvs.data(), static_cast<int>(recvs.size()));
     }

@@ -121,7 +121,7 @@ Status largeAllReduce(braidComm_t comm, int r, int n) {
 // A large broadcast whose root overwrites its buffer as soon as the call returns (the others must
 // receive what it held during the call: a call returns only once the network has read what it
 // sent from the caller's memory, sends by reference), and a large out-of-place all-reduce whose
-// ranks do the same with their input.
+// ranks do the same with their input; then large send/recv (overwritten too) and all-to-all.
 Status largeCallsThenOverwrite(braidComm_t comm, int r, int n) {
   const size_t count = (size_t{1} << 20) + 5;
   auto value = [](int q, size_t i) { return static_cast<float>((q * 5 + i) % 11); };
@@ -148,6 +148,36 @@ Status largeCallsThenOverwrite(braidComm_t comm, int r, int n) {
     if (out[i] != want) {
       return braid::internalError("large out-of-place allreduce: element " + std::to_string(i) + " is " +
                                   std::to_string(out[i]) + ", expected " + std::to_string(want));
+    }
+  }
+  // Send/recv: each rank sends its block to the next and overwrites it once the group returns; an
+  // all-to-all of large blocks.
+  for (size_t i = 0; i < count; ++i) buf[i] = value(r, i);
+  braidGroupStart();
+  braidSend(buf.data(), count, braidFloat32, (r + 1) % n, comm, nullptr);
+  braidRecv(out.data(), count, braidFloat32, (r + n - 1) % n, comm, nullptr);
+  rc = braidGroupEnd();
+  std::fill(buf.begin(), buf.end(), -1.0f);
+  if (rc != braidSuccess)
+    return Status(static_cast<braid::Code>(rc), std::string("large send/recv: ") + braidGetLastError());
+  for (size_t i = 0; i < count; ++i) {
+    if (out[i] != value((r + n - 1) % n, i)) {
+      return braid::internalError("large send/recv: element " + std::to_string(i) + " is " + std::to_string(out[i]) +
+                                  ", expected " + std::to_string(value((r + n - 1) % n, i)));
+    }
+  }
+  const size_t block = count / static_cast<size_t>(n);
+  std::vector<float> all(block * n), got(block * n);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = value(r, i);  // block q goes to rank q
+  rc = braidAllToAll(all.data(), got.data(), block, braidFloat32, comm, nullptr);
+  if (rc != braidSuccess)
+    return Status(static_cast<braid::Code>(rc), std::string("large all-to-all: ") + braidGetLastError());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const int from = static_cast<int>(i / block);
+    const float want = value(from, static_cast<size_t>(r) * block + i % block);
+    if (got[i] != want) {
+      return braid::internalError("large all-to-all: element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                                  ", expected " + std::to_string(want));
     }
   }
   return Status::ok();
