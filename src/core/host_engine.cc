@@ -53,8 +53,9 @@ int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(pa
 // BRAID_CHUNK_BYTES, or 0 (its default): chosen once the hosts are known (chunkFor).
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(0, param::getInt(param::Id::kChunkBytes))); }
 constexpr size_t kHostChunkBytes = 128 * 1024;  // every rank on one host
-constexpr size_t kNetworkChunkBytes =
-    256 * 1024;  // a communicator that spans hosts (bench/NOTES.md, thirtieth session)
+// A communicator that spans hosts: its sends leave the data in the caller's buffer, and 256 KiB
+// slots keep what arrives in cache (bench/NOTES.md, thirtieth session).
+constexpr size_t kNetworkChunkBytes = 256 * 1024;
 
 // The slot size of a communicator over `hosts` hosts: BRAID_CHUNK_BYTES (at least 64) if set.
 size_t chunkFor(size_t param, size_t hosts) {
