@@ -292,7 +292,7 @@ TEST(NetTransport, APeerThatSentItsLastSlotsAndLeftDoesNotEndTheWaitForThem) {
   EXPECT_EQ(in0->closedBy(), 1);
 
   publishSlot(out0, 8, 0, plain);
-  EXPECT_EQ(out0->closedBy(), 1);
+  EXPECT_EQ(out0->closedBy(), 1) << pair.rank[0]->describePeer(1);
   EXPECT_NE(out0->closeReason().find("rank 1"), std::string::npos) << out0->closeReason();
 }
 
