@@ -49,7 +49,10 @@ transport::HostLinkOptions linkOptions(uint64_t commKey, int rank, int nranks, i
   return o;
 }
 
-int stepsParam() { return static_cast<int>(std::max<int64_t>(2, param::getInt(param::Id::kSteps))); }
+// BRAID_STEPS, 2 to transport::kMaxSteps (per-slot state of the FIFOs and network connections).
+int stepsParam() {
+  return static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kSteps), 2, transport::kMaxSteps));
+}
 // BRAID_CHUNK_BYTES, or 0 (its default): chosen once the hosts are known (chunkFor).
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(0, param::getInt(param::Id::kChunkBytes))); }
 constexpr size_t kHostChunkBytes = 128 * 1024;  // every rank on one host

@@ -250,7 +250,7 @@ uint64_t HostFifo::publishRef(const char* data, size_t bytes, const CallTag& tag
 
 void HostFifo::publishSlot(size_t bytes, const CallTag& tag, const char* ref) {
   uint64_t tail = block_->tail.load(std::memory_order_relaxed);
-  refs_[tail % slots_] = ref;  // before the tail's release: the consumer reads it after acquiring it
+  if (byReference_) refs_[tail % slots_] = ref;  // before the tail's release: read after acquiring it
   SlotHeader* h = header(tail);
   h->size = bytes;
   h->tag = tag;

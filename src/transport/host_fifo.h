@@ -189,7 +189,7 @@ class HostFifo {
   /// the slot's counter.
   uint64_t publishRef(const char* data, size_t bytes, const CallTag& tag = CallTag{});
   /// Where slot `counter`'s data lies when it was published by reference (nullptr: in the slot).
-  const char* refAt(uint64_t counter) const { return refs_[counter % slots_]; }
+  const char* refAt(uint64_t counter) const { return byReference_ ? refs_[counter % slots_] : nullptr; }
   /// True once the consumer freed slot `counter`.
   bool released(uint64_t counter) const { return headCount() > counter; }
   /// Waits until slot `counter` is freed: false if the FIFO closed or `stop` was raised first.
