@@ -1,7 +1,10 @@
 #include "exec/host_prims.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <thread>
 
 #include "exec/host_reduce.h"
 
@@ -18,19 +21,33 @@ void RefLedger::prune() {
       entries_.end());
 }
 
-bool RefLedger::clear(const char* dst, size_t bytes, const transport::StopFlags& stop) {
+bool RefLedger::clear(const char* dst, size_t bytes, const transport::StopFlags& stop,
+                      const transport::HostFifo** failed) {
   for (const Entry& e : entries_) {
-    if (e.begin < dst + bytes && dst < e.end && !e.fifo->waitReleased(e.counter, stop)) return false;
+    if (e.begin < dst + bytes && dst < e.end && !e.fifo->waitReleased(e.counter, stop)) {
+      *failed = e.fifo;
+      return false;
+    }
   }
   return true;
 }
 
-bool RefLedger::drain(const transport::StopFlags& stop) {
+bool RefLedger::drain(const transport::StopFlags& stop, int rank) {
+  bool sent = true;
   for (const Entry& e : entries_) {
-    if (!e.fifo->waitReleased(e.counter, stop)) return false;
+    if (sent && e.fifo->waitReleased(e.counter, stop)) continue;
+    sent = false;
+    if (!e.fifo->released(e.counter))
+      e.fifo->close(rank, "rank " + std::to_string(rank) + " gave up on a call with data in flight");
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (const Entry& e : entries_) {
+    while (!e.fifo->released(e.counter) && !e.fifo->readersDone() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
   }
   entries_.clear();
-  return true;
+  return sent;
 }
 
 HostPrims::HostPrims(const HostCall& call, const int* recvPeers, transport::HostFifo* const* recv, int nRecv,
@@ -135,8 +152,9 @@ bool HostPrims::publishByReference(const char* src, size_t bytes) {
 }
 
 bool HostPrims::writable(const char* dst, size_t bytes) {
-  if (refs_ == nullptr || refs_->empty() || refs_->clear(dst, bytes, stepStop())) return true;
-  fail(nullptr);
+  const transport::HostFifo* failed = nullptr;
+  if (refs_ == nullptr || refs_->empty() || refs_->clear(dst, bytes, stepStop(), &failed)) return true;
+  fail(failed);  // (a FIFO of an earlier open() of the lane: not among these prims' watched)
   return false;
 }
 

@@ -78,11 +78,15 @@ struct HostCall {
 class RefLedger {
  public:
   void add(transport::HostFifo* fifo, uint64_t counter, const char* data, size_t bytes);
-  /// Waits until no slot in flight names any byte of [dst, dst + bytes): false if stopped first.
-  bool clear(const char* dst, size_t bytes, const transport::StopFlags& stop);
-  /// Waits until every slot is freed: false if stopped first (a failed call: its connections are
-  /// closed, and the network stops reading as its proxy sees them closed).
-  bool drain(const transport::StopFlags& stop);
+  /// Waits until no slot in flight names any byte of [dst, dst + bytes): false if stopped first,
+  /// with `*failed` the FIFO whose wait ended.
+  bool clear(const char* dst, size_t bytes, const transport::StopFlags& stop, const transport::HostFifo** failed);
+  /// Waits until every slot is freed. If the call stops first (it failed, was aborted, or the
+  /// watchdog ended it), the connections of the slots still in flight are closed in `rank`'s name
+  /// (the peer then fails instead of receiving bytes the caller may change once the call returns),
+  /// and this waits until the network has stopped reading them (HostFifo::readersDone; its
+  /// proxies see a close at once), at most 10 s. False when it stopped.
+  bool drain(const transport::StopFlags& stop, int rank);
   bool empty() const { return entries_.empty(); }
 
  private:
@@ -174,7 +178,7 @@ class HostBackend {
   HostPrims open(const int* recvPeers, int nRecv, const int* sendPeers, int nSend, int connId);
   HostPrims open(const int* recvPeers, const int* recvConns, int nRecv, const int* sendPeers, int nSend, int connId);
   /// After the lane's program: waits until the network has sent what it sent by reference.
-  void finish() { refs_.drain(call_.stop()); }
+  void finish() { refs_.drain(call_.stop(), call_.rank); }
 
  private:
   const HostCall& call_;

@@ -192,6 +192,10 @@ class HostFifo {
   const char* refAt(uint64_t counter) const { return byReference_ ? refs_[counter % slots_] : nullptr; }
   /// True once the consumer freed slot `counter`.
   bool released(uint64_t counter) const { return headCount() > counter; }
+  /// The consumer (a network's lanes) reads no slot's data any more: every lane is closed. Set by
+  /// the transport; a call that gives up with slots still published by reference waits for it.
+  void markReadersDone() { readersDone_.store(true, std::memory_order_release); }
+  bool readersDone() const { return readersDone_.load(std::memory_order_acquire); }
   /// Waits until slot `counter` is freed: false if the FIFO closed or `stop` was raised first.
   bool waitReleased(uint64_t counter, const StopFlags& stop);
 
@@ -293,7 +297,8 @@ class HostFifo {
   int dmabufFd_ = -1;                      // forDeviceData: the DMA-BUF of the data, or -1
   alignas(64) uint64_t producerHead_ = 0;  // the producer's last view of head (its side only)
   FifoObserver* observer_ = nullptr;
-  bool byReference_ = false;          // allowByReference
+  bool byReference_ = false;  // allowByReference
+  std::atomic<bool> readersDone_{false};
   const char* refs_[kMaxSteps] = {};  // publishRef's data, per slot (written before its tail)
   std::atomic<int> pauseSpins_{0};
   std::atomic<int> sleepers_{0};

@@ -141,7 +141,7 @@ TEST(SendByReference, TheLaneEndsOnlyOnceItsSendsAreSent) {
   std::thread worker([&] {
     HostPrims p = lane.prims();
     p.send(0, n);
-    drained = lane.refs.drain(lane.call.stop());
+    drained = lane.refs.drain(lane.call.stop(), 0);
   });
   StopFlags stop{&lane.abort, nullptr};
   size_t bytes = 0;
@@ -152,6 +152,33 @@ TEST(SendByReference, TheLaneEndsOnlyOnceItsSendsAreSent) {
   lane.send->release();
   worker.join();
   EXPECT_TRUE(drained.load());
+  EXPECT_TRUE(lane.refs.empty());
+}
+
+// A call that stops with a send in flight (it failed, or the watchdog ended it) closes that
+// connection and returns only once the network reads nothing more from the caller's memory.
+TEST(SendByReference, ACallThatStopsClosesItsSendsInFlightAndWaitsForTheNetwork) {
+  const size_t n = kLarge / sizeof(float);
+  Lane lane(n);
+  lane.call.rank = 3;
+  {
+    HostPrims p = lane.prims();
+    p.send(0, n);
+  }
+  ASSERT_EQ(lane.send->refAt(0), reinterpret_cast<const char*>(lane.in.data()));
+  lane.failure.failed = true;  // another lane of the call failed
+  std::atomic<int> drained{-1};
+  std::thread worker([&] { drained = lane.refs.drain(lane.call.stop(), lane.call.rank) ? 1 : 0; });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (lane.send->closedBy() < 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_EQ(lane.send->closedBy(), 3);
+  EXPECT_NE(lane.send->closeReason().find("rank 3 gave up on a call with data in flight"), std::string::npos)
+      << lane.send->closeReason();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(drained.load(), -1) << "returned while the network may still read the caller's memory";
+  lane.send->markReadersDone();  // the transport: every lane of the connection closed
+  worker.join();
+  EXPECT_EQ(drained.load(), 0);
   EXPECT_TRUE(lane.refs.empty());
 }
 

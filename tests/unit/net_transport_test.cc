@@ -127,6 +127,22 @@ INSTANTIATE_TEST_SUITE_P(ThreadsByLanes, NetTransportLanes,
                          ::testing::Values(std::make_tuple(1, 1), std::make_tuple(1, 2), std::make_tuple(2, 2),
                                            std::make_tuple(2, 4)));
 
+// A connection this rank closes (a call that gave up with slots sent by reference) says, once all
+// its lanes have closed their network connections, that nothing reads its slots any more.
+TEST(NetTransport, ClosingAConnectionEndsEveryReadOfItsSlots) {
+  Pair pair(2, 2, 4, 4 * kMinPieceBytes);
+  HostFifo *out = nullptr, *in = nullptr;
+  ASSERT_TRUE(pair.rank[1]->fifo(0, 0, 0, 1, &in).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(0, 0, 0, 1, &out).isOk());
+  EXPECT_FALSE(out->readersDone());
+  out->close(0, "test");
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!out->readersDone() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(out->readersDone()) << "the lanes of a closed connection did not all close within 5 s";
+}
+
 // Connects to `handle` with a network of its own and sends `hello` (null: nothing); the connection.
 void* intrude(const network::Network& n, NetHandle handle, const NetHello* hello) {
   void* comm = nullptr;

@@ -34,6 +34,10 @@ bool NetConnection::agreeLanes(int lanes) {
   return none == lanes;
 }
 
+void NetConnection::laneFinished() {
+  if (lanesFinished_.fetch_add(1, std::memory_order_acq_rel) + 1 >= lanes()) fifo_->markReadersDone();
+}
+
 void NetConnection::laneDone(int lane, uint64_t slots) {
   laneDone_[lane].store(slots, std::memory_order_release);
   std::lock_guard<std::mutex> lock(mu_);
@@ -177,6 +181,7 @@ void NetLane::finish(bool failConnection, const std::string& why) {
   finished_ = true;
   closeComm();
   posted_.clear();
+  connection_->laneFinished();
   if (failConnection) connection_->fail(why);
 }
 

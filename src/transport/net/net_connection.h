@@ -71,6 +71,9 @@ class NetConnection {
   /// Incoming: the sender's lane count, from its first lane; false when a later lane disagrees.
   bool agreeLanes(int lanes);
 
+  /// A lane closed its network connection: once all have, nothing reads the FIFO's slots (or the
+  /// caller's memory they name) any more (HostFifo::markReadersDone).
+  void laneFinished();
   /// Lane `lane` has moved every slot before `slots`: release (outgoing) or publish (incoming)
   /// the slots that every lane has finished.
   void laneDone(int lane, uint64_t slots);
@@ -105,6 +108,7 @@ class NetConnection {
   FifoObserver* observer_;
   std::atomic<int> lanes_;
   std::atomic<uint64_t> laneDone_[kMaxLanesPerConnection] = {};
+  std::atomic<int> lanesFinished_{0};
   uint64_t sizes_[kMaxSteps] = {};
   CallTag tags_[kMaxSteps] = {};
   std::atomic<uint64_t> sizeKnown_[kMaxSteps] = {};  // counter + 1 of the slot whose size is in sizes_
