@@ -56,14 +56,18 @@ int stepsParam() {
 // BRAID_CHUNK_BYTES, or 0 (its default): chosen once the hosts are known (chunkFor).
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(0, param::getInt(param::Id::kChunkBytes))); }
 constexpr size_t kHostChunkBytes = 128 * 1024;  // every rank on one host
-// A communicator that spans hosts: its sends leave the data in the caller's buffer, and 256 KiB
-// slots keep what arrives in cache (bench/NOTES.md, thirtieth session).
+// A communicator that spans hosts: over braid's socket network its sends leave the data in the
+// caller's buffer, and 256 KiB slots keep what arrives in cache; through a plugin every slot is
+// copied, and 1 MiB slots take fewer hand-offs (bench/NOTES.md, twenty-eighth and thirtieth
+// sessions).
 constexpr size_t kNetworkChunkBytes = 256 * 1024;
+constexpr size_t kCopiedNetworkChunkBytes = 1024 * 1024;
 
 // The slot size of a communicator over `hosts` hosts: BRAID_CHUNK_BYTES (at least 64) if set.
-size_t chunkFor(size_t param, size_t hosts) {
+size_t chunkFor(size_t param, size_t hosts, bool byReference) {
   if (param != 0) return std::max<size_t>(64, param);
-  return hosts > 1 ? kNetworkChunkBytes : kHostChunkBytes;
+  if (hosts <= 1) return kHostChunkBytes;
+  return byReference ? kNetworkChunkBytes : kCopiedNetworkChunkBytes;
 }
 
 }  // namespace
@@ -81,7 +85,7 @@ HostEngine::HostEngine(uint64_t commKey, int rank, int nranks, const CommConfig&
       config_(config),
       abort_(abort),
       steps_(stepsParam()),
-      chunkBytes_(chunkFor(chunkParam(), 1)),
+      chunkBytes_(chunkFor(chunkParam(), 1, false)),
       geometry_(algo::defaultGeometry(nranks)),
       links_(linkOptions(commKey, rank, nranks, steps_, chunkBytes_, config.timeoutMs, abort)) {}
 
@@ -112,7 +116,7 @@ Status HostEngine::setPeers(const std::vector<transport::PeerIdentity>& peers,
     }
   }
   geometry_ = algo::makeGeometry(order, hostOf);
-  chunkBytes_ = chunkFor(chunkParam(), hosts.size());
+  chunkBytes_ = chunkFor(chunkParam(), hosts.size(), links_.sendsByReference());
   links_.setSlotBytes(chunkBytes_);
   // The link between hosts: the slowest network device's speed and the longest latency of any rank
   // (a rank whose network says nothing leaves the model's constants), the same on every rank.

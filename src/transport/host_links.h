@@ -47,6 +47,9 @@ class HostLinks : public FifoResolver {
 
   /// Where the peers' network transports connect to this rank (a listener on `interfaceAddress`).
   Status listen(const net::SocketAddress& interfaceAddress, NetHandle* handle);
+  /// True when large sends to other hosts leave their data in the caller's buffer (braid's own
+  /// socket network: NetTransport::sendsByReference).
+  bool sendsByReference() const { return network_ != nullptr && network_->sendsByReference(); }
   /// The listening network device's speed and latency (NetTransport::speedAndLatency).
   void speedAndLatency(int* mbps, float* latencyUs) const { network_->speedAndLatency(mbps, latencyUs); }
 

@@ -110,6 +110,9 @@ class NetTransport : public FifoObserver, public HostTransport {
   /// The listening device's speed (Mb/s) and latency (us) as the network reports them (0: unknown,
   /// or before listen).
   void speedAndLatency(int* mbps, float* latencyUs) const;
+  /// True when host FIFOs' large sends go by reference (HostFifo::allowByReference): braid's own
+  /// socket network, which reads any host memory (a plugin would need each buffer registered).
+  bool sendsByReference() const { return network_ != nullptr && network_->builtIn(); }
   /// True when the network has regMrDmaBuf.
   bool registersDmaBuf() const { return network_ != nullptr && network_->api().regMrDmaBuf != nullptr; }
   /// True when the network has iflush.
