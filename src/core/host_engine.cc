@@ -49,9 +49,15 @@ transport::HostLinkOptions linkOptions(uint64_t commKey, int rank, int nranks, i
   return o;
 }
 
-// BRAID_STEPS, 2 to transport::kMaxSteps (per-slot state of the FIFOs and network connections).
+// BRAID_STEPS, 2 to transport::kMaxSteps (per-slot state of the FIFOs and network connections);
+// a value outside is brought in, with a warning.
 int stepsParam() {
-  return static_cast<int>(std::clamp<int64_t>(param::getInt(param::Id::kSteps), 2, transport::kMaxSteps));
+  const int64_t asked = param::getInt(param::Id::kSteps);
+  const int64_t steps = std::clamp<int64_t>(asked, 2, transport::kMaxSteps);
+  if (steps != asked) {
+    BRAID_WARN(log::Subsys::kInit, "BRAID_STEPS=", asked, " is outside 2 to ", transport::kMaxSteps, ": using ", steps);
+  }
+  return static_cast<int>(steps);
 }
 // BRAID_CHUNK_BYTES, or 0 (its default): chosen once the hosts are known (chunkFor).
 size_t chunkParam() { return static_cast<size_t>(std::max<int64_t>(0, param::getInt(param::Id::kChunkBytes))); }

@@ -1,7 +1,5 @@
 #include "exec/host_executor.h"
 
-#include <algorithm>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -35,23 +33,6 @@ Status outcome(const CallFailure& failure, const HostCall& host, const char* wha
                        (said.empty() ? std::string() : "; the network: " + said));
   }
   return remoteError(call + ": a peer sent a different amount of data than this rank expected (mismatched calls?)");
-}
-
-// The bytes [first, last) that `ops` name in the buffer at `base` (empty: first == last).
-struct Span {
-  uintptr_t first = UINTPTR_MAX, last = 0;
-  // True when every byte of this span lies before every byte of `o` (or either is empty).
-  bool operator<=(const Span& o) const { return first >= last || o.first >= o.last || last <= o.first; }
-};
-Span spanOf(const std::vector<algo::P2pOp>& ops, const char* base) {
-  Span s;
-  for (const algo::P2pOp& op : ops) {
-    if (op.count == 0) continue;
-    uintptr_t a = reinterpret_cast<uintptr_t>(base) + op.offset;
-    s.first = std::min(s.first, a);
-    s.last = std::max(s.last, a + op.count);
-  }
-  return s;
 }
 
 }  // namespace
@@ -89,12 +70,10 @@ Status runHostP2p(std::vector<algo::P2pOp> sends, std::vector<algo::P2pOp> recvs
   HostCall host = hostIn;
   host.failure = &failure;
   algo::orderP2p(host.rank, host.nranks, &sends, &recvs);
-
-  // The send lane sends by reference when no receive of the call writes into what the sends name
-  // (the bytes the sends span lie apart from those the receives span): the receive lane is another
-  // lane, which RefLedger does not watch.
-  host.sendsByReference = spanOf(sends, host.input) <= spanOf(recvs, host.output) ||
-                          spanOf(recvs, host.output) <= spanOf(sends, host.input);
+  // The send lane sends by reference: no receive of the call writes what a send reads (a receive
+  // into a buffer a send of the same group reads races the send, copied or not, as in NCCL; an
+  // in-place all-to-all stages its input first, api_coll.cc).
+  host.sendsByReference = true;
   std::vector<algo::WorkArgs> work(nChannels);
   for (int ch = 0; ch < nChannels; ++ch) {
     algo::WorkArgs& w = work[ch];

@@ -63,8 +63,8 @@ struct HostCall {
   std::string (*describeTag)(const transport::CallTag&) = nullptr;  // names a tag in errors
   CallProgress* progress = nullptr;                                 // the watchdog's (null: off)
   // Large sends over connections that allow it (HostFifo::byReference) leave the data where it
-  // lies: set where no other lane of the call writes what a lane sends (one lane a channel; a
-  // send/recv call whose sends and receives span bytes apart).
+  // lies: set where no other lane of the call writes what a lane sends (one lane a channel;
+  // send/recv, whose receives may not write what its sends read).
   bool sendsByReference = false;
 
   transport::StopFlags stop() const {

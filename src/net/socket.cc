@@ -254,23 +254,14 @@ Status Socket::sendSome(const void* data, size_t bytes, size_t* done) {
   return sendOutcome(::send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT), peer_, done);
 }
 
-Status Socket::sendSome(const void* first, size_t firstBytes, const void* second, size_t secondBytes, size_t* done) {
-  iovec parts[2] = {{const_cast<void*>(first), firstBytes}, {const_cast<void*>(second), secondBytes}};
-  return sendSome(parts, 2, done);
-}
-
 Status Socket::sendSome(const iovec* parts, int n, size_t* done) {
   *done = 0;
-  iovec used[4];
-  int k = 0;
-  for (int i = 0; i < n && k < 4; ++i) {
-    if (parts[i].iov_len != 0) used[k++] = parts[i];
-  }
-  if (k == 0) return Status::ok();
-  if (k == 1) return sendSome(used[0].iov_base, used[0].iov_len, done);
+  size_t bytes = 0;
+  for (int i = 0; i < n; ++i) bytes += parts[i].iov_len;
+  if (bytes == 0) return Status::ok();
   msghdr message{};
-  message.msg_iov = used;
-  message.msg_iovlen = static_cast<size_t>(k);
+  message.msg_iov = const_cast<iovec*>(parts);
+  message.msg_iovlen = static_cast<size_t>(n);
   return sendOutcome(::sendmsg(fd_, &message, MSG_NOSIGNAL | MSG_DONTWAIT), peer_, done);
 }
 

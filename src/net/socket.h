@@ -117,9 +117,7 @@ class Socket {
   /// One non-blocking step: `*done` bytes moved (0 when it would block). A closed connection or a
   /// reset is a remoteError naming the peer.
   Status sendSome(const void* data, size_t bytes, size_t* done);
-  /// Like sendSome on the concatenation of two buffers, in one system call (a header and its data).
-  Status sendSome(const void* first, size_t firstBytes, const void* second, size_t secondBytes, size_t* done);
-  /// Like sendSome on the concatenation of `n` buffers (at most 4), in one system call.
+  /// Like sendSome on the concatenation of `n` buffers (empty ones allowed), in one system call.
   Status sendSome(const iovec* parts, int n, size_t* done);
   Status recvSome(void* data, size_t bytes, size_t* done);
 

@@ -243,12 +243,10 @@ char* HostFifo::waitWritable(const StopFlags& stop) {
 void HostFifo::publish(size_t bytes, const CallTag& tag) { publishSlot(bytes, tag, nullptr); }
 
 uint64_t HostFifo::publishRef(const char* data, size_t bytes, const CallTag& tag) {
-  const uint64_t tail = block_->tail.load(std::memory_order_relaxed);
-  publishSlot(bytes, tag, data);
-  return tail;
+  return publishSlot(bytes, tag, data);
 }
 
-void HostFifo::publishSlot(size_t bytes, const CallTag& tag, const char* ref) {
+uint64_t HostFifo::publishSlot(size_t bytes, const CallTag& tag, const char* ref) {
   uint64_t tail = block_->tail.load(std::memory_order_relaxed);
   if (byReference_) refs_[tail % slots_] = ref;  // before the tail's release: read after acquiring it
   SlotHeader* h = header(tail);
@@ -257,6 +255,7 @@ void HostFifo::publishSlot(size_t bytes, const CallTag& tag, const char* ref) {
   h->seq.store(tail + 1, std::memory_order_release);
   block_->tail.store(tail + 1, std::memory_order_release);
   notify();
+  return tail;
 }
 
 bool HostFifo::waitReleased(uint64_t counter, const StopFlags& stop) {

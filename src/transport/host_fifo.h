@@ -266,8 +266,8 @@ class HostFifo {
   long peerPid() const { return peerPid_; }
 
  private:
-  void notify(bool freed = false);  // freed: by the consumer's release
-  void publishSlot(size_t bytes, const CallTag& tag, const char* ref);
+  void notify(bool freed = false);                                          // freed: by the consumer's release
+  uint64_t publishSlot(size_t bytes, const CallTag& tag, const char* ref);  // its counter
   template <class Ready>
   bool wait(Ready ready, const StopFlags& stop);
   HostFifo(void* block, int slots, size_t slotBytes, char* data, int memType, int dmabufFd);

@@ -4,12 +4,16 @@
 // shrunk so that multi-chunk pipelines and multi-round rings run on small inputs.
 #include <braid/braid.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,6 +21,7 @@
 
 #include "core/datatype.h"
 #include "core/host_engine.h"
+#include "core/log.h"
 #include "exec/host_reduce.h"
 #include "thread_ranks.h"
 
@@ -223,6 +228,31 @@ TEST(HostCollectivesLarge, MillionPlusThree) {
   // Recursive doubling when it is the only algorithm allowed, whatever the size (with a fold: 6 ranks).
   ThreadComms doubling(6, "doubling");
   checkCollective(doubling, C::kAllReduce, TypeOp{braidFloat32, braidSum}, (size_t{1} << 20) + 3, false, 0);
+}
+
+// BRAID_STEPS beyond the 64 slots a FIFO's per-slot state holds is brought to 64, with a warning
+// that says so, and the collectives still match (a deeper FIFO overran that state before).
+TEST(HostFifoDepth, StepsBeyondTheLimitAreBroughtInWithAWarning) {
+  const std::string path = braid::log::expandFileName("/tmp/braid_steps_test.%p.log", "", getpid());
+  std::remove(path.c_str());
+  setenv("BRAID_DEBUG", "WARN", 1);
+  setenv("BRAID_DEBUG_FILE", "/tmp/braid_steps_test.%p.log", 1);
+  braid::log::reloadFromEnvironment();
+  setenv("BRAID_STEPS", "200", 1);
+  setenv("BRAID_CHUNK_BYTES", "64", 1);  // many slots a call: the counters wrap past 64
+  {
+    ThreadComms comms(2, "ring");
+    checkCollective(comms, C::kAllReduce, TypeOp{braidFloat32, braidSum}, 4099, false, 0);
+  }
+  unsetenv("BRAID_STEPS");
+  unsetenv("BRAID_CHUNK_BYTES");
+  unsetenv("BRAID_DEBUG");
+  unsetenv("BRAID_DEBUG_FILE");
+  braid::log::reloadFromEnvironment();
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("BRAID_STEPS=200 is outside 2 to 64: using 64"), std::string::npos) << text;
+  std::remove(path.c_str());
 }
 
 // The host engine's choices come from the tuner: recursive doubling for small all-reduces, the

@@ -26,8 +26,6 @@ NetConnection::NetConnection(bool outgoing, int peer, std::unique_ptr<HostFifo> 
   fifo_->setObserver(observer);
 }
 
-void NetConnection::allowSendsByReference() { fifo_->allowByReference(); }
-
 bool NetConnection::agreeLanes(int lanes) {
   int none = 0;
   if (lanes_.compare_exchange_strong(none, lanes, std::memory_order_acq_rel)) return true;

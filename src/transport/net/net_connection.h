@@ -59,10 +59,6 @@ class NetConnection {
   /// The peer's leaving is still told (peerGone): a peer leaves with all its connections at once,
   /// and whichever sees it first says so for the others. Before the first lane.
   void setQuiet() { quiet_ = true; }
-  /// Outgoing host FIFO: its slots may be published by reference (HostFifo::publishRef): lane 0's
-  /// piece is copied into the slot beside the size and tag, the other lanes send theirs from where
-  /// the data lies. Before the FIFO is used.
-  void allowSendsByReference();
   bool outgoing() const { return outgoing_; }
   int peer() const { return peer_; }
   HostFifo& fifo() { return *fifo_; }

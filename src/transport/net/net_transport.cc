@@ -281,7 +281,7 @@ std::shared_ptr<NetConnection> NetTransport::findOrMake(const Key& key, bool out
   if (slot == nullptr) {
     int peer = outgoing ? std::get<3>(key) : std::get<2>(key);
     slot = std::make_shared<NetConnection>(outgoing, peer, options_.slots, options_.slotBytes, lanes, this);
-    if (outgoing && sendsByReference()) slot->allowSendsByReference();
+    if (outgoing && sendsByReference()) slot->fifo().allowByReference();
   }
   return slot;
 }
