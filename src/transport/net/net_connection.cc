@@ -99,6 +99,19 @@ bool NetConnection::checkEnded() {
   return true;
 }
 
+void NetConnection::notePeerGone() {
+  if (!outgoing_) return;
+  uint64_t none = UINT64_MAX;
+  goneAt_.compare_exchange_strong(none, fifo_->tailCount(), std::memory_order_acq_rel);
+}
+
+bool NetConnection::checkGone(const std::string& why) {
+  const uint64_t at = goneAt_.load(std::memory_order_acquire);
+  if (at == UINT64_MAX || fifo_->closedBy() >= 0 || fifo_->tailCount() <= at) return false;
+  fail(why);
+  return true;
+}
+
 void NetConnection::setSlotSize(uint64_t counter, uint64_t bytes, const CallTag& tag) {
   sizes_[counter % fifo_->slots()] = bytes;
   tags_[counter % fifo_->slots()] = tag;
@@ -112,10 +125,12 @@ bool NetConnection::slotSize(uint64_t counter, uint64_t* bytes) const {
   return true;
 }
 
+// The observer is told first: whoever finds the FIFO closed then finds the peer gone too, and this
+// rank's other connections to it ended (NetTransport::peerGone).
 void NetConnection::fail(const std::string& why) {
   if (fifo_->closedBy() >= 0) return;
-  fifo_->close(peer_, why);
   if (!quiet_) observer_->failed(peer_, why);
+  fifo_->close(peer_, why);
 }
 
 NetLane::NetLane(std::shared_ptr<NetConnection> connection, int index, const network::Network* network, void* comm)

@@ -95,6 +95,12 @@ class NetConnection {
   /// communicator after its last call leaves like one that died. This checks; true if it failed
   /// the connection now. Both ends tell the observer (FifoObserver::peerGone).
   bool checkEnded();
+  /// Outgoing: the transport learned that `peer` went away (from any connection with it): every
+  /// slot published from now on can go nowhere. Records the FIFO's tail (the first call counts).
+  void notePeerGone();
+  /// After notePeerGone: fails the connection (with `why`) once this rank has published a slot
+  /// past that tail; true if it failed it now.
+  bool checkGone(const std::string& why);
 
  private:
   const bool outgoing_;
@@ -112,6 +118,7 @@ class NetConnection {
   std::atomic<bool> ended_{false};                   // shared with a kernel: ended, not yet failed
   uint64_t endAt_ = 0;                               // endBefore_ when ended_ was set (then fixed)
   uint64_t endBefore_ = UINT64_MAX;                  // guarded by mu_
+  std::atomic<uint64_t> goneAt_{UINT64_MAX};         // notePeerGone's tail
   std::string endWhy_;                               // guarded by mu_
   std::mutex mu_;                                    // releases / publishes in order
 };

@@ -430,6 +430,18 @@ void NetTransport::checkEnded() {
     for (auto& kv : connections_) all.push_back(kv.second);
   }
   for (auto& c : all) c->checkEnded();
+  for (auto& [c, why] : goneOutgoing()) c->checkGone(why);
+}
+
+// This rank's connections to peers that went away, and why each went.
+std::vector<std::pair<std::shared_ptr<NetConnection>, std::string>> NetTransport::goneOutgoing() {
+  std::vector<std::pair<std::shared_ptr<NetConnection>, std::string>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, c] : connections_) {
+    auto it = gone_.find(std::get<3>(key));
+    if (c->outgoing() && it != gone_.end()) out.emplace_back(c, it->second.why);
+  }
+  return out;
 }
 
 void NetTransport::endWork() { working_.fetch_sub(1, std::memory_order_acq_rel); }
@@ -471,6 +483,11 @@ void NetTransport::peerGone(int peer, const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (gone_.count(peer) != 0) return;
   gone_[peer] = Gone{why, Clock::now(), false};
+  // A peer leaves with all its connections at once: whichever connection sees it first says so for
+  // the others. An idle send connection would otherwise learn it only from its own socket.
+  for (auto& [key, c] : connections_) {
+    if (std::get<3>(key) == peer) c->notePeerGone();
+  }
   goneCount_.store(gone_.size(), std::memory_order_release);
 }
 

@@ -162,7 +162,8 @@ class NetTransport : public FifoObserver, public HostTransport {
   void stepInline() override;
   /// FifoObserver: a connection failed; told to options.onFailure.
   void failed(int peer, const std::string& why) override;
-  /// FifoObserver: `peer` closed a connection or went away. Once every lane it made has arrived
+  /// FifoObserver: `peer` closed a connection or went away. This rank's connections to it fail at
+  /// the next slot published to them (NetConnection::notePeerGone). Once every lane it made has arrived
   /// (drainGone), a connection from it that has none fails: it will never send on it (it is in
   /// another call, failed, or ended its communicator), and nothing else would end a wait on it.
   void peerGone(int peer, const std::string& why) override;
@@ -183,6 +184,7 @@ class NetTransport : public FifoObserver, public HostTransport {
   Status connectLane(int dst, const NetHello& hello, const net::Deadline& deadline, void** sendComm);
   void flush();
   void checkEnded();
+  std::vector<std::pair<std::shared_ptr<NetConnection>, std::string>> goneOutgoing();
   void drainGone(std::chrono::steady_clock::time_point passBegan);
   bool drainedGone(int peer, std::string* why);
   static std::string neverSent(const Key& key, const std::string& why);
