@@ -5,7 +5,10 @@
 //   braid-net-bench client HOST PORT [BYTES [REPEATS]]    (on the other; 128M, 5)
 //
 // The client prints the one-way latency of an 8-byte message (half the median round trip of 2000
-// ping-pongs, TCP_NODELAY) and the rate each way while both ends send BYTES to each other at once
+// ping-pongs, TCP_NODELAY), once with both ends blocking in recv() and once with both polling (as
+// braid's transport waits: the stricter reference for its latency), the time of a round in which
+// both ends send 8 bytes and then receive the other's (polling: as a two-rank 8-byte all-reduce
+// moves its data), and the rate each way while both ends send BYTES to each other at once
 // (one socket, each side sending and receiving in its own thread): the best of REPEATS exchanges
 // (a single one moved by 40% between runs on the 2-core VM; the best is the stricter reference for
 // braid's mean), and their mean.
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,9 +47,12 @@ void sendAll(int fd, const char* p, size_t n) {
   }
 }
 
-void recvAll(int fd, char* p, size_t n) {
+// `spin`: polls the socket without sleeping (as braid's transport does while it waits) instead of
+// blocking in recv(), which adds the wake-up of a sleeping thread to every message.
+void recvAll(int fd, char* p, size_t n, bool spin = false) {
   while (n > 0) {
-    ssize_t k = ::recv(fd, p, n, 0);
+    ssize_t k = ::recv(fd, p, n, spin ? MSG_DONTWAIT : 0);
+    if (k < 0 && spin && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (k <= 0) die("recv");
     p += k;
     n -= static_cast<size_t>(k);
@@ -103,9 +110,15 @@ int server(int port) {
   recvAll(fd, reinterpret_cast<char*>(&bytes), sizeof(bytes));
   recvAll(fd, reinterpret_cast<char*>(&repeats), sizeof(repeats));
   char msg[8];
-  for (int i = 0; i < kPings; ++i) {
-    recvAll(fd, msg, sizeof(msg));
+  for (bool spin : {false, true}) {
+    for (int i = 0; i < kPings; ++i) {
+      recvAll(fd, msg, sizeof(msg), spin);
+      sendAll(fd, msg, sizeof(msg));
+    }
+  }
+  for (int i = 0; i < kPings; ++i) {  // the exchange rounds (client())
     sendAll(fd, msg, sizeof(msg));
+    recvAll(fd, msg, sizeof(msg), true);
   }
   for (uint64_t i = 0; i < repeats; ++i) exchange(fd, bytes);
   close(fd);
@@ -132,23 +145,38 @@ int client(const char* host, int port, size_t bytes, int repeats) {
   uint64_t b = bytes, r = static_cast<uint64_t>(repeats);
   sendAll(fd, reinterpret_cast<const char*>(&b), sizeof(b));
   sendAll(fd, reinterpret_cast<const char*>(&r), sizeof(r));
-  std::vector<double> rtt;
+  double oneWay[2] = {0, 0};  // blocking, polling
   char msg[8] = {};
-  for (int i = 0; i < kPings; ++i) {
-    auto t0 = Clock::now();
-    sendAll(fd, msg, sizeof(msg));
-    recvAll(fd, msg, sizeof(msg));
-    rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  for (bool spin : {false, true}) {
+    std::vector<double> rtt;
+    for (int i = 0; i < kPings; ++i) {
+      auto t0 = Clock::now();
+      sendAll(fd, msg, sizeof(msg));
+      recvAll(fd, msg, sizeof(msg), spin);
+      rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    std::sort(rtt.begin(), rtt.end());
+    oneWay[spin ? 1 : 0] = rtt[rtt.size() / 2] / 2;
   }
-  std::sort(rtt.begin(), rtt.end());
+  // Exchange rounds, as a two-rank all-reduce of 8 B moves its data: both ends send, then both
+  // receive (polling), round after round; the time per round, as braid-perf times its calls.
+  auto e0 = Clock::now();
+  for (int i = 0; i < kPings; ++i) {
+    sendAll(fd, msg, sizeof(msg));
+    recvAll(fd, msg, sizeof(msg), true);
+  }
+  const double round = std::chrono::duration<double, std::micro>(Clock::now() - e0).count() / kPings;
   double best = 0, sum = 0;
   for (int i = 0; i < repeats; ++i) {
     double seconds = exchange(fd, bytes);
     best = i == 0 ? seconds : std::min(best, seconds);
     sum += seconds;
   }
-  std::printf("tcp one-way latency (8 B, half the median round trip of %d): %.1f us\n", kPings,
-              rtt[rtt.size() / 2] / 2);
+  std::printf("tcp one-way latency (8 B, half the median round trip of %d): %.1f us\n", kPings, oneWay[0]);
+  std::printf("tcp one-way latency polling (8 B, half the median round trip of %d, both ends polling): %.1f us\n",
+              kPings, oneWay[1]);
+  std::printf("tcp 8-byte exchange rounds (both ends send, then receive, polling; mean of %d): %.1f us\n", kPings,
+              round);
   std::printf("tcp both directions at once, %zu bytes each way, best of %d (mean %.3f GB/s): %.3f GB/s each way\n",
               bytes, repeats, bytes / (sum / repeats) / 1e9, bytes / best / 1e9);
   close(fd);
