@@ -62,6 +62,7 @@ RankResult sweepRank(const Options& o, const std::vector<Row>& rows, braidComm_t
       if (place == 1 && o.coll == Coll::kSendRecv) {
         res.us.push_back(-1);
         res.wrong.push_back(0);
+        if (o.percentiles) appendPercentiles({}, &res.tail);
         continue;
       }
       char *in, *out;
@@ -78,9 +79,20 @@ RankResult sweepRank(const Options& o, const std::vector<Row>& rows, braidComm_t
       }
       for (int i = 0; i < o.warmup; ++i) hostCall(o, in, out, count, row.op, r, n, comm);
       barrier(comm);
+      std::vector<double> each;  // --percentiles: every call's time
+      if (o.percentiles) each.reserve(static_cast<size_t>(o.iters));
       auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.iters; ++i) hostCall(o, in, out, count, row.op, r, n, comm);
+      for (int i = 0; i < o.iters; ++i) {
+        if (!o.percentiles) {
+          hostCall(o, in, out, count, row.op, r, n, comm);
+          continue;
+        }
+        auto begin = std::chrono::steady_clock::now();
+        hostCall(o, in, out, count, row.op, r, n, comm);
+        each.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count());
+      }
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+      if (o.percentiles) appendPercentiles(std::move(each), &res.tail);
       res.us.push_back(us / o.iters);
       res.wrong.push_back(wrong);
       barrier(comm);

@@ -37,6 +37,8 @@ const char* kUsage =
     "  --plot file.png  draw busbw against size (braid-plot, gnuplot; NCCL beside braid with --compare)\n"
     "  --hosts n        split the ranks into n pretended hosts (consecutive ranks; sockets between them,\n"
     "                   even between threads of one process): cross-host algorithms on one machine\n"
+    "  --percentiles 1  time every call too (host memory only): a line per row with the median, 99th\n"
+    "                   percentile and slowest call of the slowest rank, where a mean hides a slow tail\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); under mpirun and srun through their PMIx server, nothing to set.\n";
 
@@ -81,6 +83,12 @@ bool parseLong(const char* flag, const char* v, Options* o) {
   }
   if (std::strcmp(flag, "--agg") == 0) return parseInt(v, 1, 1024, &o->agg);
   if (std::strcmp(flag, "--hosts") == 0) return parseInt(v, 1, 1024, &o->hosts);
+  if (std::strcmp(flag, "--percentiles") == 0) {
+    int on = 0;
+    if (!parseInt(v, 0, 1, &on)) return false;
+    o->percentiles = on == 1;
+    return true;
+  }
   if (std::strcmp(flag, "--plot") == 0) {
     o->plot = v;
     return *v != '\0';
@@ -146,6 +154,12 @@ bool parseOptions(int argc, char** argv, Options* o) {
     return false;
   }
   // Host communicators have no protocols, CTAs, graphs or NCCL twin: say so rather than ignore the option.
+  if (o->gpus > 0 && o->percentiles) {
+    std::fprintf(
+        stderr,
+        "braid-perf: --percentiles times host calls one by one: drop -g (GPU calls are timed by CUDA events)\n");
+    return false;
+  }
   if (o->gpus == 0 &&
       (!o->protocol.empty() || o->ctas > 0 || o->graph || o->registered || o->compareNccl || o->agg > 1)) {
     std::fprintf(stderr, "braid-perf: -P, -m, -G, -R, --compare and --agg apply to GPU communicators only: add -g 1\n");

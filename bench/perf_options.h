@@ -38,6 +38,7 @@ struct Options {
   bool compareNccl = false;             // --compare nccl: the same rows through NCCL too (GPU only)
   int agg = 1;                          // --agg: calls per iteration, issued in one group (GPU only)
   int hosts = 0;                        // --hosts: pretended hosts the ranks are split into (0: none)
+  bool percentiles = false;             // --percentiles 1: each call timed, p50/p99/max printed (host only)
   // --nccl-lib: the NCCL library --compare dlopens (the loader's search path applies).
   std::string ncclLib = "libnccl.so.2";
 };

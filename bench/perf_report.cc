@@ -1,5 +1,6 @@
 #include "perf_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/datatype.h"
@@ -96,6 +97,15 @@ double pick(const Options& o, double sum, double first, double lo, double hi, in
 
 }  // namespace
 
+void appendPercentiles(std::vector<double> us, std::vector<double>* tail) {
+  if (us.empty()) us.push_back(0);
+  std::sort(us.begin(), us.end());
+  const size_t last = us.size() - 1;
+  tail->push_back(us[last / 2]);
+  tail->push_back(us[std::min(last, static_cast<size_t>(0.99 * static_cast<double>(us.size())))]);
+  tail->push_back(us[last]);
+}
+
 bool report(const Options& o, const std::vector<Row>& rows, const std::vector<RankResult>& mine, const Combine& combine,
             int n) {
   // Three reductions of packed arrays: sums of [us | rank 0's us | wrong | nccl us | rank 0's nccl us |
@@ -124,6 +134,15 @@ bool report(const Options& o, const std::vector<Row>& rows, const std::vector<Ra
       !combine(highPtrs, k + m, braidMax)) {
     return false;
   }
+  // --percentiles: the slowest rank's median, 99th percentile and slowest call (a max over ranks).
+  std::vector<std::vector<double>> tails(nr);
+  std::vector<double*> tailPtrs;
+  for (size_t j = 0; j < nr; ++j) {
+    tails[j] = mine[j].tail;
+    tailPtrs.push_back(tails[j].data());
+  }
+  const size_t t = mine[0].tail.size();
+  if (t > 0 && !combine(tailPtrs, t, braidMax)) return false;
   size_t me = nr;
   for (size_t j = 0; j < nr; ++j) {
     if (mine[j].rank == 0) me = j;
@@ -192,6 +211,17 @@ bool report(const Options& o, const std::vector<Row>& rows, const std::vector<Ra
       }
     }
     std::printf("\n");
+    if (t > 0) {
+      const double* q = tails[me].data() + 6 * i;
+      std::printf("#   per call, slowest rank (us): out of place p50 %.2f p99 %.2f max %.2f", q[0], q[1], q[2]);
+      if (sum[2 * i + 1] >= 0) std::printf("; in place p50 %.2f p99 %.2f max %.2f", q[3], q[4], q[5]);
+      std::printf("\n");
+      if (json != nullptr) {
+        std::fprintf(json,
+                     ", \"per_call_us\": {\"out_of_place\": [%.3f, %.3f, %.3f], \"in_place\": [%.3f, %.3f, %.3f]}",
+                     q[0], q[1], q[2], q[3], q[4], q[5]);
+      }
+    }
     if (json != nullptr) std::fprintf(json, "}");
   }
   if (json != nullptr) {

@@ -31,6 +31,9 @@ struct RankResult {
   std::vector<double> wrong;  // 2 per row
   // With --compare nccl, NCCL's out-of-place time and #wrong, 1 per row (empty otherwise).
   std::vector<double> ncclUs, ncclWrong;
+  // With --percentiles, per row and place (out of place, then in place) the median, 99th percentile
+  // and slowest of the timed calls, in us: 6 per row (empty otherwise).
+  std::vector<double> tail;
   std::string error;
 };
 
@@ -43,6 +46,9 @@ size_t outElems(Coll c, size_t count, int n);
 /// slot of the input.
 void placeBuffers(Coll c, int place, char* send, char* recv, int rank, size_t count, size_t typeSize, char** in,
                   char** out);
+
+/// The median, 99th percentile and largest of `us` (one time per call), appended to `tail`.
+void appendPercentiles(std::vector<double> us, std::vector<double>* tail);
 
 /// One call of the collective; `stream` is ignored by host communicators.
 braidResult_t runOnce(Coll c, void* send, void* recv, size_t count, braidDataType_t t, braidRedOp_t op, int root,
