@@ -18,6 +18,14 @@ namespace {
 // of the host has a core of its own, the peer answers within microseconds), then kYieldSpins checks
 // that yield the core between them (the peer may be waiting for this core).
 constexpr int kYieldSpins = 1000;
+// ... except where every rank has a core of its own (pauseSpins_ > 0): there the yields go on for
+// kBusyYieldMicros. A wait that ends in the sleep makes its wake-up slow (a futex wake, and on a VM
+// a halted virtual CPU to restart: hundreds of microseconds), which makes the peer's next wait
+// long enough to sleep too: on the 2-core VM, 8 B all-reduces between two namespaced hosts fell
+// into runs of ~300 us calls (p99 315-333 us, once a median of 145 us) with 1000 yields (about
+// 200 us), and kept a p99 of 24-34 us when the yields lasted some milliseconds (bench/NOTES.md).
+constexpr int64_t kBusyYieldMicros = 4000;
+constexpr int kYieldsPerClockRead = 64;
 // A network FIFO's bytes move only when someone steps its lanes, and a caller that pauses while
 // its proxy waits for a core moves none: its pauses step the lanes every kPausesPerStep (a step is
 // a few system calls), for at most kObservedPauseMicros, before the yields. On the 2-core VM
@@ -170,8 +178,16 @@ bool HostFifo::wait(Ready ready, const StopFlags& stop) {
     }
     cpuRelax();
   }
-  for (int i = 0; i < kYieldSpins; ++i) {
+  const bool busy = pauseSpins > 0;
+  std::chrono::steady_clock::time_point yieldUntil;
+  for (int i = 0; busy || i < kYieldSpins; ++i) {
     if (done()) return ready();
+    if (busy && i % kYieldsPerClockRead == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (i == 0) yieldUntil = now + std::chrono::microseconds(kBusyYieldMicros);
+      if (now > yieldUntil) break;
+      if (stop.raised()) return false;
+    }
     if (observer_ != nullptr && i % 4 == 0) {
       observer_->stepInline();
       continue;

@@ -248,7 +248,8 @@ class HostFifo {
   void setObserver(FifoObserver* observer) { observer_ = observer; }
 
   /// How many times a wait polls with a CPU pause before it starts yielding the core: worth it
-  /// only when every rank of the host has a core to itself (0, the default, yields at once).
+  /// only when every rank of the host has a core to itself (0, the default, yields at once). With
+  /// pauses the yields too go on for longer (milliseconds, not a thousand) before the wait sleeps.
   void setPauseSpins(int spins) { pauseSpins_.store(spins, std::memory_order_relaxed); }
   static constexpr int kBusyPauseSpins = 2000;  // tens of microseconds
 
