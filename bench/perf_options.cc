@@ -38,7 +38,7 @@ const char* kUsage =
     "  --hosts n        split the ranks into n pretended hosts (consecutive ranks; sockets between them,\n"
     "                   even between threads of one process): cross-host algorithms on one machine\n"
     "  --percentiles 1  time every call too (host memory only): a line per row with the median, 99th\n"
-    "                   percentile and slowest call of the slowest rank, where a mean hides a slow tail\n"
+    "                   percentile and slowest call (each the largest over the ranks), where a mean hides a slow tail\n"
     "Under mpirun, torchrun or srun (one rank per process, -t 1) the ranks meet through the launcher's\n"
     "variables (docs/bootstrap.md); under mpirun and srun through their PMIx server, nothing to set.\n";
 
@@ -153,13 +153,14 @@ bool parseOptions(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "braid-perf: -e (%zu) is smaller than -b (%zu)\n", o->maxBytes, o->minBytes);
     return false;
   }
-  // Host communicators have no protocols, CTAs, graphs or NCCL twin: say so rather than ignore the option.
+  // GPU calls are timed by CUDA events over all the iterations, not one by one.
   if (o->gpus > 0 && o->percentiles) {
     std::fprintf(
         stderr,
         "braid-perf: --percentiles times host calls one by one: drop -g (GPU calls are timed by CUDA events)\n");
     return false;
   }
+  // Host communicators have no protocols, CTAs, graphs or NCCL twin: say so rather than ignore the option.
   if (o->gpus == 0 &&
       (!o->protocol.empty() || o->ctas > 0 || o->graph || o->registered || o->compareNccl || o->agg > 1)) {
     std::fprintf(stderr, "braid-perf: -P, -m, -G, -R, --compare and --agg apply to GPU communicators only: add -g 1\n");

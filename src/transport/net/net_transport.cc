@@ -282,6 +282,7 @@ std::shared_ptr<NetConnection> NetTransport::findOrMake(const Key& key, bool out
     int peer = outgoing ? std::get<3>(key) : std::get<2>(key);
     slot = std::make_shared<NetConnection>(outgoing, peer, options_.slots, options_.slotBytes, lanes, this);
     if (outgoing && sendsByReference()) slot->fifo().allowByReference();
+    if (gone_.count(peer) != 0) slot->notePeerGone();  // made after the peer went
   }
   return slot;
 }
@@ -407,6 +408,7 @@ Status NetTransport::connectOutgoing(const Key& key, std::unique_ptr<HostFifo> f
     if (slot != nullptr) return internalError("network connection attached twice");
     slot = std::make_shared<NetConnection>(true, dst, std::move(fifo), lanes, this);
     if (quiet) slot->setQuiet();
+    if (gone_.count(dst) != 0) slot->notePeerGone();  // made after the peer went
     *out = slot;
   } else {
     *out = findOrMake(key, true, lanes);
@@ -439,7 +441,10 @@ std::vector<std::pair<std::shared_ptr<NetConnection>, std::string>> NetTransport
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, c] : connections_) {
     auto it = gone_.find(std::get<3>(key));
-    if (c->outgoing() && it != gone_.end()) out.emplace_back(c, it->second.why);
+    if (c->outgoing() && it != gone_.end()) {
+      out.emplace_back(c, "rank " + std::to_string(std::get<3>(key)) +
+                              " left or failed (as another connection with it found: " + it->second.why + ")");
+    }
   }
   return out;
 }
@@ -483,12 +488,15 @@ void NetTransport::peerGone(int peer, const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (gone_.count(peer) != 0) return;
   gone_[peer] = Gone{why, Clock::now(), false};
+  // (Counted first: a slot published from here on is checked, and one published before the loop
+  // marks its connection counts as sent before the peer went.)
+  goneCount_.store(gone_.size(), std::memory_order_release);
   // A peer leaves with all its connections at once: whichever connection sees it first says so for
-  // the others. An idle send connection would otherwise learn it only from its own socket.
+  // the others. An idle send connection would otherwise learn it only from its own socket. (A
+  // communicator whose call failed is unusable from then on, so a peer that failed counts as gone.)
   for (auto& [key, c] : connections_) {
     if (std::get<3>(key) == peer) c->notePeerGone();
   }
-  goneCount_.store(gone_.size(), std::memory_order_release);
 }
 
 std::string NetTransport::neverSent(const Key& key, const std::string& why) {
