@@ -41,6 +41,15 @@ std::vector<PerfRow> parseRows(const std::string& out) {
   return rows;
 }
 
+// The text of file `path`, which is then removed.
+std::string takeFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::remove(path.c_str());
+  return text.str();
+}
+
 // Two forked processes, host memory, each call timed: every row gets its line, the quantiles are in
 // order, and the slowest call of all is no faster than the slowest rank's mean (-a 3
 // prints that mean): a line of made-up or swapped numbers fails.
@@ -62,11 +71,8 @@ TEST(PerfTool, PercentilesFollowEveryRowAndBoundTheMean) {
     EXPECT_LE(r.p99, r.max);
     EXPECT_GE(r.max * 1.0001 + 0.01, r.meanUs) << "the slowest call is faster than the slowest rank's mean";
   }
-  std::ifstream f(json);
-  std::stringstream text;
-  text << f.rdbuf();
-  std::remove(json.c_str());
-  EXPECT_NE(text.str().find("\"per_call_us\": {\"out_of_place\": ["), std::string::npos) << text.str();
+  const std::string text = takeFile(json);
+  EXPECT_NE(text.find("\"per_call_us\": {\"out_of_place\": ["), std::string::npos) << text;
 }
 
 // Send/recv has no in-place form: its row says N/A, and the JSON's in-place quantiles are null.
@@ -81,11 +87,8 @@ TEST(PerfTool, PercentilesOfSendRecvHaveNoInPlace) {
   ASSERT_EQ(rows.size(), 1u) << out[0].output;
   EXPECT_GT(rows[0].p50, 0) << out[0].output;
   EXPECT_EQ(out[0].output.find("; in place p50"), std::string::npos) << out[0].output;
-  std::ifstream f(json);
-  std::stringstream text;
-  text << f.rdbuf();
-  std::remove(json.c_str());
-  EXPECT_NE(text.str().find("\"in_place\": null}"), std::string::npos) << text.str();
+  const std::string text = takeFile(json);
+  EXPECT_NE(text.find("\"in_place\": null}"), std::string::npos) << text;
 }
 
 TEST(PerfTool, PercentilesAreRefusedForGpuRanks) {

@@ -271,6 +271,20 @@ bool endsWithin10s(std::atomic<bool>& abort, const std::function<void()>& wait) 
   return !abort.load();
 }
 
+// Channel 0 both ways between the pair: rank 0's out0 to rank 1's in1 (one slot moved through it,
+// so its lanes are up) and rank 1's out1 to rank 0's in0.
+void connectBothWays(Pair& pair, HostFifo** out0, HostFifo** in1, HostFifo** out1, HostFifo** in0) {
+  ASSERT_TRUE(pair.rank[1]->fifo(0, 0, 0, 1, in1).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(0, 1, 1, 0, in0).isOk());
+  ASSERT_TRUE(pair.rank[0]->fifo(0, 0, 0, 1, out0).isOk());
+  ASSERT_TRUE(pair.rank[1]->fifo(0, 1, 1, 0, out1).isOk());
+  StopFlags plain{&pair.abort, nullptr};
+  publishSlot(*out0, 16, 3, plain);
+  size_t bytes = 0;
+  ASSERT_NE((*in1)->waitReadable(&bytes, plain), nullptr);
+  (*in1)->release();
+}
+
 // The exit race over the network: rank 1 receives rank 0's slot, sends more slots than rank 0's
 // FIFO holds (the rest wait in the socket) and leaves, as a rank does after its last call. Rank 0's
 // idle send connection may see the close first; its waits for rank 1's slots watch that connection
@@ -282,15 +296,9 @@ TEST(NetTransport, APeerThatSentItsLastSlotsAndLeftDoesNotEndTheWaitForThem) {
   constexpr int kSlots = 4;
   Pair pair(1, 2, kSlots, 256);
   HostFifo *out0 = nullptr, *in1 = nullptr, *out1 = nullptr, *in0 = nullptr;
-  ASSERT_TRUE(pair.rank[1]->fifo(0, 0, 0, 1, &in1).isOk());
-  ASSERT_TRUE(pair.rank[0]->fifo(0, 1, 1, 0, &in0).isOk());
-  ASSERT_TRUE(pair.rank[0]->fifo(0, 0, 0, 1, &out0).isOk());
-  ASSERT_TRUE(pair.rank[1]->fifo(0, 1, 1, 0, &out1).isOk());
+  ASSERT_NO_FATAL_FAILURE(connectBothWays(pair, &out0, &in1, &out1, &in0));
   StopFlags plain{&pair.abort, nullptr};
-  publishSlot(out0, 256, 7, plain);
   size_t bytes = 0;
-  ASSERT_NE(in1->waitReadable(&bytes, plain), nullptr);
-  in1->release();
   for (int k = 0; k < 3 * kSlots; ++k) publishSlot(out1, 100, static_cast<char>(k), plain);
   pair.rank[1].reset();  // flushes its slots into the socket, then closes every lane
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // rank 0's idle send lane sees it
@@ -312,6 +320,33 @@ TEST(NetTransport, APeerThatSentItsLastSlotsAndLeftDoesNotEndTheWaitForThem) {
   publishSlot(out0, 8, 0, plain);
   EXPECT_EQ(out0->closedBy(), 1) << pair.rank[0]->describePeer(1);
   EXPECT_NE(out0->closeReason().find("rank 1"), std::string::npos) << out0->closeReason();
+}
+
+// A peer that gave up on one connection, and stays (its call failed): this rank's send connection
+// to it has a live socket, which never tells of anything, yet the receive connection's end already
+// did. The next slot published to the peer fails at once, naming it, on that connection and on
+// one made afterwards (the peer's listener still accepts it).
+TEST(NetTransport, APeerSeenGoneOnOneConnectionEndsTheSendConnectionsToIt) {
+  Pair pair(1, 2, 4, 256);
+  HostFifo *out0 = nullptr, *in1 = nullptr, *out1 = nullptr, *in0 = nullptr;
+  ASSERT_NO_FATAL_FAILURE(connectBothWays(pair, &out0, &in1, &out1, &in0));
+  StopFlags plain{&pair.abort, nullptr};
+  size_t bytes = 0;
+
+  out1->close(1, "rank 1 gave up on its call");  // its lanes close their sockets; in1 stays open
+  ASSERT_TRUE(endsWithin10s(pair.abort, [&] { EXPECT_EQ(in0->waitReadable(&bytes, plain), nullptr); }));
+  EXPECT_EQ(in0->closedBy(), 1);
+  EXPECT_LT(out0->closedBy(), 0) << "nothing was published to rank 1 since: " << out0->closeReason();
+
+  publishSlot(out0, 8, 0, plain);
+  EXPECT_EQ(out0->closedBy(), 1) << pair.rank[0]->describePeer(1);
+  EXPECT_NE(out0->closeReason().find("rank 1 left or failed"), std::string::npos) << out0->closeReason();
+
+  HostFifo* later = nullptr;
+  ASSERT_TRUE(pair.rank[0]->fifo(1, 0, 0, 1, &later).isOk());
+  EXPECT_LT(later->closedBy(), 0);
+  publishSlot(later, 8, 0, plain);
+  EXPECT_EQ(later->closedBy(), 1) << "a send connection made after the peer went";
 }
 
 // A connection the leaving peer never made (it was in another call): a wait on it ends, naming the
