@@ -243,7 +243,7 @@ enum class KernelKind : int {
 #define BRAID_IMPL(coll, algo, kind, kernel, call) kind,
 #include "algo/algorithm_table.def"
   kSendRecv,
-  kAllReduceOneShot,  // the one-shot kernels run LL only (kernels_ll.cu)
+  kAllReduceOneShot,  // the one-shot kernels run LL only (kernels_oneshot.cu)
   kAllGatherOneShot,
   kReduceScatterOneShot,
   kBroadcastOneShot,
@@ -309,14 +309,31 @@ struct KernelRef {
   const char* name;
 };
 
-/// Each protocol's kernels, in KernelKind order up to kSendRecv (kernels_simple.cu, kernels_ll.cu,
-/// kernels_ll128.cu).
-const KernelRef* kernelsSimple();
-const KernelRef* kernelsLL();
-const KernelRef* kernelsLL128();
-/// A one-shot kernel, kind >= kAllReduceOneShot (kernels_ll.cu): of one call, or of a group's calls.
+/// The translation units a protocol's kernels are compiled in (kernels.cuh).
+constexpr int kKernelParts = 4;
+/// Writes the entries of protocol P's kernels compiled in unit `Part` into `table`, which is in
+/// KernelKind order up to kSendRecv; the other entries are left as they are (kernels.cuh).
+template <Proto P, int Part>
+void fillKernels(KernelRef* table);
+// Each unit defines its fillKernels as an explicit specialization; the language asks that every
+// unit calling one sees it declared.
+#define BRAID_KERNEL_PARTS(P)                \
+  template <>                                \
+  void fillKernels<P, 0>(KernelRef * table); \
+  template <>                                \
+  void fillKernels<P, 1>(KernelRef * table); \
+  template <>                                \
+  void fillKernels<P, 2>(KernelRef * table); \
+  template <>                                \
+  void fillKernels<P, 3>(KernelRef * table);
+BRAID_KERNEL_PARTS(Proto::kSimple)
+BRAID_KERNEL_PARTS(Proto::kLL)
+BRAID_KERNEL_PARTS(Proto::kLL128)
+#undef BRAID_KERNEL_PARTS
+static_assert(kKernelParts == 4, "a declaration per part above");
+/// A one-shot kernel, kind >= kAllReduceOneShot (kernels_oneshot.cu): of one call, or of a group's calls.
 const KernelRef& kernelOneShot(KernelKind kind, bool group);
-/// The direct kernel of a collective (kernels_simple.cu), by its algo::Coll.
+/// The direct kernel of a collective (kernels_direct.cu), by its algo::Coll.
 const KernelRef& kernelDirect(int coll);
 
 }  // namespace braid::device

@@ -55,37 +55,75 @@ __device__ __forceinline__ void runSendRecv(const P2pKernelArgs& p) {
     algo::p2pRecvLane(b, w, p.recvs, p.nRecvs);
 }
 
-// One translation unit per protocol, each with its own copy of the data-movement loops: they
-// compile in parallel. Each defines BRAID_PROTO and BRAID_SUFFIX before it includes this file, and
-// gets the kernels of that protocol, named braid_<kernel>_<SUFFIX> (algo/algorithm_table.def), and
-// their table kernels<SUFFIX>() in KernelKind order.
+// A protocol's kernels are compiled in kKernelParts translation units, so that a build on many cores
+// waits for a few kernels, not for all of a protocol's (a kernel row takes about 20 s of nvcc).
+// src/device/CMakeLists.txt generates the units: each defines BRAID_PROTO, BRAID_SUFFIX and
+// BRAID_PART, includes this file, and gets the kernels of that protocol whose row is in that part,
+// named braid_<kernel>_<SUFFIX> (algo/algorithm_table.def), and fillKernels<BRAID_PROTO, BRAID_PART>,
+// which writes their entries of the protocol's table. A row missing from this map does not compile.
+#define BRAID_PART_kAllReduceRing 0
+#define BRAID_PART_kAllReduceTree 0
+#define BRAID_PART_kAllReduceDoubleTree 1
+#define BRAID_PART_kAllReduceDoubling 1
+#define BRAID_PART_kAllReduceHier 2
+#define BRAID_PART_kAllReduceCrossTree 3
+#define BRAID_PART_kBroadcastRing 0
+#define BRAID_PART_kReduceRing 0
+#define BRAID_PART_kAllGatherRing 1
+#define BRAID_PART_kReduceScatterRing 1
+#define BRAID_PART_kAllGatherHier 2
+#define BRAID_PART_kReduceScatterHier 2
+#define BRAID_PART_kBroadcastHier 3
+#define BRAID_PART_kReduceHier 3
+#define BRAID_PART_kSendRecv 3
+static_assert(kKernelParts == 4, "the map above names parts 0 to 3");
+
+// BRAID_IN_PART(kind, ...) is its other arguments where kind's row is in this unit's part, else nothing.
+#define BRAID_KEEP_0(...)
+#define BRAID_KEEP_1(...)
+#define BRAID_KEEP_2(...)
+#define BRAID_KEEP_3(...)
+#if BRAID_PART == 0
+#undef BRAID_KEEP_0
+#define BRAID_KEEP_0(...) __VA_ARGS__
+#elif BRAID_PART == 1
+#undef BRAID_KEEP_1
+#define BRAID_KEEP_1(...) __VA_ARGS__
+#elif BRAID_PART == 2
+#undef BRAID_KEEP_2
+#define BRAID_KEEP_2(...) __VA_ARGS__
+#elif BRAID_PART == 3
+#undef BRAID_KEEP_3
+#define BRAID_KEEP_3(...) __VA_ARGS__
+#else
+#error "BRAID_PART must be 0 to 3"
+#endif
 #define BRAID_CAT2(a, b) a##b
 #define BRAID_XCAT2(a, b) BRAID_CAT2(a, b)
+#define BRAID_IN_PART(kind, ...) BRAID_XCAT2(BRAID_KEEP_, BRAID_PART_##kind)(__VA_ARGS__)
 #define BRAID_STR(a) #a
 #define BRAID_XSTR(a) BRAID_STR(a)
 #define BRAID_KERNEL_FN(kernel) BRAID_XCAT2(braid_##kernel##_, BRAID_SUFFIX)
+#define BRAID_KERNEL_ENTRY(kind, kernel)                                                               \
+  table[static_cast<int>(KernelKind::kind)] = {reinterpret_cast<const void*>(BRAID_KERNEL_FN(kernel)), \
+                                               "braid_" #kernel "_" BRAID_XSTR(BRAID_SUFFIX)};
 
-#define BRAID_IMPL(coll, al, kind, kernel, call)                          \
-  __global__ void __launch_bounds__(maxBlockThreads(KernelKind::kind))    \
-      BRAID_KERNEL_FN(kernel)(const __grid_constant__ CollKernelArgs a) { \
-    runKernel<KernelKind::kind, BRAID_PROTO>(a);                          \
-  }
+#define BRAID_IMPL(coll, al, kind, kernel, call)                                                          \
+  BRAID_IN_PART(                                                                                          \
+      kind, __global__ void __launch_bounds__(maxBlockThreads(KernelKind::kind)) BRAID_KERNEL_FN(kernel)( \
+                const __grid_constant__ CollKernelArgs a) { runKernel<KernelKind::kind, BRAID_PROTO>(a); })
 #include "algo/algorithm_table.def"
 
-__global__ void __launch_bounds__(kMaxBlockThreads) BRAID_KERNEL_FN(SendRecv)(const __grid_constant__ P2pKernelArgs a) {
-  runSendRecv<BRAID_PROTO>(a);
+BRAID_IN_PART(
+    kSendRecv, __global__ void __launch_bounds__(kMaxBlockThreads)
+                   BRAID_KERNEL_FN(SendRecv)(const __grid_constant__ P2pKernelArgs a) { runSendRecv<BRAID_PROTO>(a); })
+
+template <>
+void fillKernels<BRAID_PROTO, BRAID_PART>(KernelRef* table) {
+#define BRAID_IMPL(coll, al, kind, kernel, call) BRAID_IN_PART(kind, BRAID_KERNEL_ENTRY(kind, kernel))
+#include "algo/algorithm_table.def"
+  BRAID_IN_PART(kSendRecv, BRAID_KERNEL_ENTRY(kSendRecv, SendRecv))
+  (void)table;
 }
-
-const KernelRef BRAID_XCAT2(kKernels, BRAID_SUFFIX)[] = {
-#define BRAID_IMPL(coll, al, kind, kernel, call) \
-  {reinterpret_cast<const void*>(BRAID_KERNEL_FN(kernel)), "braid_" #kernel "_" BRAID_XSTR(BRAID_SUFFIX)},
-#include "algo/algorithm_table.def"
-    {reinterpret_cast<const void*>(BRAID_KERNEL_FN(SendRecv)), "braid_SendRecv_" BRAID_XSTR(BRAID_SUFFIX)},
-};
-static_assert(sizeof(BRAID_XCAT2(kKernels, BRAID_SUFFIX)) / sizeof(KernelRef) ==
-                  static_cast<size_t>(KernelKind::kSendRecv) + 1,
-              "a kernel per row of algo/algorithm_table.def, then send/recv");
-
-const KernelRef* BRAID_XCAT2(kernels, BRAID_SUFFIX)() { return BRAID_XCAT2(kKernels, BRAID_SUFFIX); }
 
 }  // namespace braid::device

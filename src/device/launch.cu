@@ -1,16 +1,36 @@
 // Kernel launch by (kind, protocol).
 #include <cuda_runtime.h>
 
+#include <array>
+#include <utility>
+
 #include "device/device_work.h"
 
 namespace braid::device {
 namespace {
 
+constexpr int kTableKernels = static_cast<int>(KernelKind::kSendRecv) + 1;
+using KernelTable = std::array<KernelRef, kTableKernels>;
+
+// Protocol P's kernels in KernelKind order up to kSendRecv, gathered from its kKernelParts units.
+template <Proto P, int... Part>
+KernelTable gatherKernels(std::integer_sequence<int, Part...>) {
+  KernelTable table{};
+  (fillKernels<P, Part>(table.data()), ...);
+  return table;
+}
+
+template <Proto P>
+const KernelRef* kernelsOf() {
+  static const KernelTable table = gatherKernels<P>(std::make_integer_sequence<int, kKernelParts>());
+  return table.data();
+}
+
 const KernelRef& kernelFor(KernelKind kind, Proto proto) {
   if (kind >= KernelKind::kAllReduceOneShot) return kernelOneShot(kind, true);
-  const KernelRef* table = proto == Proto::kLL      ? kernelsLL()
-                           : proto == Proto::kLL128 ? kernelsLL128()
-                                                    : kernelsSimple();
+  const KernelRef* table = proto == Proto::kLL      ? kernelsOf<Proto::kLL>()
+                           : proto == Proto::kLL128 ? kernelsOf<Proto::kLL128>()
+                                                    : kernelsOf<Proto::kSimple>();
   return table[static_cast<int>(kind)];
 }
 

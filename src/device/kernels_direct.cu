@@ -1,8 +1,5 @@
-// The Simple protocol's kernels (kernels.cuh).
-#define BRAID_PROTO Proto::kSimple
-#define BRAID_SUFFIX Simple
+// The direct kernels (Simple only).
 #include "device/direct.cuh"
-#include "device/kernels.cuh"
 
 namespace braid::device {
 

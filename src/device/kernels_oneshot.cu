@@ -1,7 +1,4 @@
-// The LL protocol's kernels (kernels.cuh).
-#define BRAID_PROTO Proto::kLL
-#define BRAID_SUFFIX LL
-#include "device/kernels.cuh"
+// The one-shot kernels (LL only).
 #include "device/oneshot.cuh"
 #include "device/oneshot_group.cuh"
 

@@ -1,4 +1,0 @@
-// The LL128 protocol's kernels (kernels.cuh).
-#define BRAID_PROTO Proto::kLL128
-#define BRAID_SUFFIX LL128
-#include "device/kernels.cuh"
