@@ -252,7 +252,7 @@ braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size,
     BRAID_RETURN_IF_ERROR(api::checkNotNull(buff, "buff"));
     BRAID_RETURN_IF_ERROR(api::checkNotNull(handle, "handle"));
     if (size == 0) return braid::invalidArgument("'size' is 0: there is nothing to register");
-    return c->registrations().add(core::Registrations::Kind::kBuffer, buff, size, handle);
+    return c->registerBuffer(buff, size, handle);
   });
 }
 
@@ -261,9 +261,7 @@ braidResult_t braidCommDeregister(const braidComm_t comm, void* handle) {
     std::shared_ptr<core::Comm> c;
     BRAID_RETURN_IF_ERROR(api::lookupComm(comm, "comm", &c));
     BRAID_RETURN_IF_ERROR(api::checkNotNull(handle, "handle"));
-    return c->registrations()
-        .remove(core::Registrations::Kind::kBuffer, handle)
-        .withContext("rank " + std::to_string(c->rank()));
+    return c->deregisterBuffer(handle);
   });
 }
 

@@ -254,6 +254,17 @@ Status Comm::connectGpu() {
   BRAID_RETURN_IF_ERROR(
       bootstrap_->allGather(all.data(), sizeof(transport::DeviceOffer)).withContext("exchanging GPU buffer handles"));
   BRAID_RETURN_IF_ERROR(gpu_->connect(identities_, all));
+  // Serving peers' exports before the last exchange: a peer done with init may register at once.
+  if (exports_ != nullptr) {
+    exec::CudaEngine* engine = gpu_.get();
+    exports_->serve(instanceKey_, ExportTarget{[engine](const uint8_t* ipc, uint64_t* at) {
+                                                 return engine->importAllocation(ipc, at);
+                                               },
+                                               [engine](const uint8_t* ipc) {
+                                                 engine->releaseAllocation(ipc);
+                                                 return Status::ok();
+                                               }});
+  }
   // Every rank has mapped its peers' arenas: the shared-memory names can go.
   std::vector<int> mapped(nranks_, 1);
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(mapped.data(), sizeof(int)).withContext("GPU connections"));
@@ -275,8 +286,8 @@ exec::CudaCall Comm::gpuCall(const CollRequest& r) {
 
 // Whether the buffers `r` uses on this rank let the call run direct: the input every rank reads
 // (the root's alone in a broadcast) and the output every rank writes (the root's alone in a reduce)
-// lie in its registrations; across processes, in exported windows (comm_windows.cc), and `call`
-// gets where each peer sees them.
+// lie in its registrations; across processes, in exported windows or buffers (comm_windows.cc,
+// comm_buffers.cc), and `call` gets where each peer sees them.
 bool Comm::directBuffers(const CollRequest& r, exec::CudaCall* call) {
   const size_t es = typeSize(r.type);
   const size_t in = algo::inputElems(r.coll, r.count, nranks_) * es,
@@ -285,7 +296,7 @@ bool Comm::directBuffers(const CollRequest& r, exec::CudaCall* call) {
   const bool writes = r.coll != algo::Coll::kReduce || r.root == rank_;
   const bool across = gpu_->windowsAcrossProcesses();
   auto lies = [&](const void* p, size_t bytes, int64_t* shifts) {
-    return across ? windowShifts(p, bytes, shifts) : registrations_.covers(p, bytes);
+    return across ? exportedShifts(p, bytes, shifts) : registrations_.covers(p, bytes);
   };
   return (!reads || lies(r.sendbuff, in, call->inputShift)) && (!writes || lies(r.recvbuff, out, call->outputShift));
 }
@@ -309,8 +320,9 @@ Status Comm::exchangePeerInfo() {
   struct PeerInfo {
     transport::PeerIdentity identity;
     transport::NetHandle netHandle;
-    uint64_t watchPort;  // this rank's watchdog listener; 0: BRAID_TIMEOUT off there
-    uint64_t nonce;      // random: rank 0's names this instance of the communicator (instanceKey)
+    uint64_t watchPort;   // this rank's watchdog listener; 0: BRAID_TIMEOUT off there
+    uint64_t exportPort;  // this rank's export service (comm_buffers.cc); 0: a host-memory rank
+    uint64_t nonce;       // random: rank 0's names this instance of the communicator (instanceKey)
   };
   std::vector<PeerInfo> peers(nranks_);
   PeerInfo& mine = peers[rank_];
@@ -334,11 +346,15 @@ Status Comm::exchangePeerInfo() {
   uint16_t port = 0;
   BRAID_RETURN_IF_ERROR(startWatch(&port));
   mine.watchPort = port;
+  BRAID_RETURN_IF_ERROR(startExportService());
+  mine.exportPort = exports_ != nullptr ? exports_->port() : 0;
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(peers.data(), sizeof(PeerInfo)).withContext("exchanging peer info"));
   const uint64_t key[2] = {idHash_, peers[0].nonce};
   instanceKey_ = hashBytes(key, sizeof(key));
   identities_.clear();
   for (const PeerInfo& p : peers) identities_.push_back(p.identity);
+  exportServices_ = bootstrap_->peerAddresses();
+  for (int r = 0; r < nranks_; ++r) exportServices_[r].setPort(static_cast<uint16_t>(peers[r].exportPort));
   if (watch_ != nullptr) {
     watchListeners_ = bootstrap_->peerAddresses();
     for (int r = 0; r < nranks_; ++r) watchListeners_[r].setPort(static_cast<uint16_t>(peers[r].watchPort));

@@ -13,10 +13,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "core/config.h"
+#include "core/export_service.h"
 #include "core/host_engine.h"
 #include "core/plan.h"
 #include "core/registrations.h"
@@ -114,6 +117,13 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// then returns it, so a bad argument on one rank is an error there and no hang elsewhere.
   Status registerWindow(void* buff, size_t size, const Status& refused, void** handle);
   Status deregisterWindow(void* handle);
+  /// braidCommRegister / Deregister. Where direct calls run across the processes of this host, the
+  /// buffer's allocation is exported to every other process as it is registered, through their
+  /// export services (core/export_service.h), and unexported as it is deregistered, once this
+  /// rank's queued calls are over (comm_buffers.cc). A buffer that cannot be exported keeps its
+  /// calls to the FIFOs, said at INFO.
+  Status registerBuffer(void* buff, size_t size, void** handle);
+  Status deregisterBuffer(void* handle);
 
   /// A copy of `bytes` at `src` that a call reads after its own output has overwritten `src` (an
   /// in-place all-to-all): on host memory made now; on a GPU made on `stream` in scratch that is
@@ -138,7 +148,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
   Status connectGpu();
   exec::CudaCall gpuCall(const CollRequest& request);
   bool directBuffers(const CollRequest& request, exec::CudaCall* call);
-  bool windowShifts(const void* p, size_t bytes, int64_t* shifts);
+  bool exportedShifts(const void* p, size_t bytes, int64_t* shifts);
+  Status startExportService();
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status oneRankCall(const CollRequest& request);
   Status preMultiply(CollRequest* r, std::vector<std::vector<char>>* hostCopies,
@@ -191,8 +202,29 @@ class Comm : public std::enable_shared_from_this<Comm> {
     std::vector<exec::WindowOffer> offers;
     std::vector<int64_t> shift;
   };
-  std::mutex windowsMu_;
+  // Buffers exported across processes, by handle: one export per registration of the handle (the
+  // IPC handle and the ranks asked to map it, to unexport; shift as a window's).
+  struct BufferExport {
+    unsigned char ipc[transport::kIpcHandleBytes] = {};
+    std::vector<int> asked;
+    std::vector<int64_t> shift;
+  };
+  std::mutex windowsMu_;  // windows_ and buffers_
   std::map<const void*, std::vector<WindowExport>> windows_;
+  std::map<const void*, std::vector<BufferExport>> buffers_;
+  std::vector<net::SocketAddress> exportServices_;                // every rank's export service (port 0: none)
+  std::string exportBuffer(const void* buff, BufferExport* out);  // "" or why it cannot be
+  // Takes the last export of `handle` from `exports` (windows_ or buffers_); false if it has none.
+  template <typename Export>
+  bool takeExport(std::map<const void*, std::vector<Export>>* exports, const void* handle, Export* out) {
+    std::lock_guard<std::mutex> lock(windowsMu_);
+    auto it = exports->find(handle);
+    if (it == exports->end()) return false;
+    *out = std::move(it->second.back());
+    it->second.pop_back();
+    if (it->second.empty()) exports->erase(it);
+    return true;
+  }
   int nextOp_ = braidNumOps;
   // A GPU communicator's calls and collectives queued (each launch notes its call: its tag goes to
   // the call ledger, the rest to BRAID_TIMEOUT's watchdog), and the peers' watch listeners until the engine exists
@@ -204,6 +236,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
   std::unique_ptr<HostEngine> host_;       // host-memory communicators
   CommPlan plan_;                          // GPU communicators: machine, rings, tuner
   std::unique_ptr<exec::CudaEngine> gpu_;  // GPU communicators: connections and kernel launch
+  // GPU communicators: maps other processes' registered buffers for this rank. After gpu_, so that
+  // it stops (and drops the mappings peers left) before the engine goes.
+  std::unique_ptr<ExportListener> exports_;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::thread initThread_;
   // BRAID_TIMEOUT: last, so that it goes first and its callback and sampler never outlive the

@@ -70,17 +70,7 @@ Status Comm::registerWindow(void* buff, size_t size, const Status& refused, void
 
 Status Comm::deregisterWindow(void* handle) {
   WindowExport e;
-  bool exported = false;
-  {
-    std::lock_guard<std::mutex> lock(windowsMu_);
-    auto it = windows_.find(handle);
-    if (it != windows_.end()) {
-      e = std::move(it->second.back());
-      it->second.pop_back();
-      if (it->second.empty()) windows_.erase(it);
-      exported = true;
-    }
-  }
+  const bool exported = takeExport(&windows_, handle, &e);
   BRAID_RETURN_IF_ERROR(registrations_.remove(Registrations::Kind::kWindow, handle));
   if (!exported) return Status::ok();
   // Collective, as MPI_Win_free: once it returns on any rank, no process maps that rank's window
@@ -89,18 +79,6 @@ Status Comm::deregisterWindow(void* handle) {
   const Status closed = gpu_->closeWindow(e.offers);
   const Status all = bootstrap_->barrier().withContext("unexporting a window");
   return closed.isOk() ? all : closed;
-}
-
-// `shifts` (in the one-shot regions' order, from this rank) gets what each rank adds to `p` to
-// reach it, when [p, p + bytes) lies in an exported window.
-bool Comm::windowShifts(const void* p, size_t bytes, int64_t* shifts) {
-  void* handle = nullptr;
-  if (!registrations_.inWindow(p, bytes, &handle)) return false;
-  std::lock_guard<std::mutex> lock(windowsMu_);
-  auto it = windows_.find(handle);
-  if (it == windows_.end() || nranks_ > device::kMaxOneShotRanks) return false;
-  for (int k = 0; k < nranks_; ++k) shifts[k] = it->second.back().shift[(rank_ + k) % nranks_];
-  return true;
 }
 
 }  // namespace braid::core

@@ -52,10 +52,10 @@ Status Registrations::remove(Kind kind, const void* handle) {
   return Status::ok();
 }
 
-const Registrations::Entry* Registrations::find(const void* p, size_t bytes, bool windowsOnly, uintptr_t* key) {
+const Registrations::Entry* Registrations::find(const void* p, size_t bytes, const Kind* only, uintptr_t* key) {
   const auto at = reinterpret_cast<uintptr_t>(p);
   for (const auto& [k, e] : byHandle_) {
-    if (windowsOnly && e.kind != Kind::kWindow) continue;
+    if (only != nullptr && e.kind != *only) continue;
     if (at >= e.base && at - e.base <= e.bytes && bytes <= e.bytes - (at - e.base) &&
         (bytes > 0 || at < e.base + e.bytes)) {
       *key = k;
@@ -68,13 +68,13 @@ const Registrations::Entry* Registrations::find(const void* p, size_t bytes, boo
 bool Registrations::covers(const void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   uintptr_t key = 0;
-  return find(p, bytes, false, &key) != nullptr;
+  return find(p, bytes, nullptr, &key) != nullptr;
 }
 
-bool Registrations::inWindow(const void* p, size_t bytes, void** handle) {
+bool Registrations::within(Kind kind, const void* p, size_t bytes, void** handle) {
   std::lock_guard<std::mutex> lock(mu_);
   uintptr_t key = 0;
-  if (find(p, bytes, true, &key) == nullptr) return false;
+  if (find(p, bytes, &kind, &key) == nullptr) return false;
   *handle = toHandle(key);
   return true;
 }

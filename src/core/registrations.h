@@ -8,9 +8,11 @@
 // registered (buffers or windows) by its direct kernel: each rank reads and writes its peers' user
 // buffers by their addresses, no FIFO between (device/direct.cuh, docs/nccl-compat.md). Across the
 // processes of one host the same holds for windows, which are exported by CUDA IPC as they are
-// registered (a collective, as in NCCL: core/comm_windows.cc). Elsewhere calls on registered
-// buffers run as on any other buffer. A buffer registration maps nothing, so deregistering while
-// calls are queued is safe; a window's deregistration waits for this rank's queued calls.
+// registered (a collective, as in NCCL: core/comm_windows.cc), and for buffers, which the
+// registering rank exports to each other process's export service (core/comm_buffers.cc).
+// Elsewhere calls on registered buffers run as on any other buffer. Within one process a buffer
+// registration maps nothing, so deregistering while calls are queued is safe; across processes a
+// deregistration waits for this rank's queued calls, as a window's does.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +34,8 @@ class Registrations {
   Status remove(Kind kind, const void* handle);
   /// Whether [p, p + bytes) lies inside one live registration of either kind (bytes 0: p inside).
   bool covers(const void* p, size_t bytes);
-  /// Whether it lies inside a live window; `*handle` gets the window's (the first found).
-  bool inWindow(const void* p, size_t bytes, void** handle);
+  /// Whether it lies inside a live registration of `kind`; `*handle` gets its handle (the first found).
+  bool within(Kind kind, const void* p, size_t bytes, void** handle);
 
  private:
   struct Entry {
@@ -42,7 +44,7 @@ class Registrations {
     size_t bytes;
     int refs;
   };
-  const Entry* find(const void* p, size_t bytes, bool windowsOnly, uintptr_t* key);
+  const Entry* find(const void* p, size_t bytes, const Kind* only, uintptr_t* key);  // only: any kind if null
   std::mutex mu_;
   // By handle: a number never given twice in the process (not an address, which the allocator
   // would give again to a later registration), so an ended or foreign handle is never found.

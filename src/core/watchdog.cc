@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "core/param.h"
+#include "net/one_request_server.h"
 #include "net/socket.h"
 
 namespace braid::core {
@@ -177,67 +178,30 @@ class Watchdog {
     return running_;
   }
 
-  struct Pending {
-    net::Socket socket;
-    WatchQuery query;
-    size_t got = 0;
-    Clock::time_point since;
-  };
-
   // Answers queries on every watch's listener. Junk (a wrong magic, a partial query that stalls)
   // closes the connection; nothing a connection sends can stop the others being served.
   void serve() {
-    std::vector<Pending> pending;
+    net::OneRequestServer<WatchQuery, int> server(kMaxPending, kIdleConnectionMs);
     while (running()) {
       std::vector<std::shared_ptr<Core>> all = cores();
-      std::vector<pollfd> fds;
-      for (const auto& c : all) fds.push_back({c->listener.valid() ? c->listener.fd() : -1, POLLIN, 0});
-      for (const Pending& p : pending) fds.push_back({p.socket.fd(), POLLIN, 0});
-      net::pollOnce(&fds, kCheckEveryMs, "watchdog listeners").ignore();
-      for (size_t i = 0; i < all.size(); ++i) {
-        if ((fds[i].revents & POLLIN) == 0) continue;
-        net::Socket s;
-        net::SocketAddress from;
-        if (!all[i]->listener.tryAccept(&s, &from).isOk()) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of descriptors: no busy loop
-          continue;
-        }
-        if (!s.valid()) continue;
-        if (pending.size() >= kMaxPending) pending.erase(pending.begin());  // the oldest goes
-        pending.push_back(Pending{std::move(s), WatchQuery{}, 0, Clock::now()});
-      }
-      for (Pending& p : pending) {
-        size_t done = 0;
-        char* into = reinterpret_cast<char*>(&p.query) + p.got;
-        if (!p.socket.recvSome(into, sizeof(WatchQuery) - p.got, &done).isOk()) {
-          p.socket.close();
-          continue;
-        }
-        p.got += done;
-        if (p.got < sizeof(WatchQuery)) continue;
-        if (p.query.magic == kWatchQueryMagic || p.query.magic == kWatchStalledQueryMagic) answer(all, p);
-        p.socket.close();
-      }
-      const auto now = Clock::now();
-      pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                   [&](const Pending& p) {
-                                     return !p.socket.valid() ||
-                                            now - p.since > std::chrono::milliseconds(kIdleConnectionMs);
-                                   }),
-                    pending.end());
+      std::vector<std::pair<net::Socket*, int>> listeners;
+      for (const auto& c : all) listeners.emplace_back(&c->listener, 0);
+      server.serveOnce(listeners, kCheckEveryMs, "watchdog listeners", [&](int, net::Socket& s, const WatchQuery& q) {
+        if (q.magic == kWatchQueryMagic || q.magic == kWatchStalledQueryMagic) answer(all, s, q);
+      });
     }
   }
 
-  static void answer(const std::vector<std::shared_ptr<Core>>& all, Pending& p) {
+  static void answer(const std::vector<std::shared_ptr<Core>>& all, net::Socket& socket, const WatchQuery& query) {
     WatchState s;  // magic 0: no such communicator here
     for (const auto& c : all) {
-      if (c->commKey != p.query.commKey || c->rank != p.query.rank) continue;
+      if (c->commKey != query.commKey || c->rank != query.rank) continue;
       s = c->snapshot();
-      if (p.query.magic == kWatchStalledQueryMagic && s.inCall != 0) {
+      if (query.magic == kWatchStalledQueryMagic && s.inCall != 0) {
         c->peerStalledSeq.store(s.seq, std::memory_order_release);
       }
     }
-    p.socket.sendAll(&s, sizeof(s), net::Deadline::in(kQueryMs, nullptr)).ignore();
+    socket.sendAll(&s, sizeof(s), net::Deadline::in(kQueryMs, nullptr)).ignore();
   }
 
   void check() {

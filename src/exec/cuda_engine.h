@@ -175,6 +175,13 @@ class CudaEngine {
   Status openWindow(const std::vector<WindowOffer>& offers, std::vector<uint64_t>* seenAt);
   /// Ends openWindow's mappings once the calls this rank queued so far are over.
   Status closeWindow(const std::vector<WindowOffer>& offers);
+  /// Waits until the calls this rank queued so far are over (graphs aside).
+  Status waitQueued();
+  /// For another process's registered buffer (core/export_service.h): maps the allocation of CUDA
+  /// IPC handle `ipc` on this rank's device (counted, as a window's); `*at` gets where it lies here.
+  Status importAllocation(const unsigned char* ipc, uint64_t* at);
+  /// Drops one importAllocation mapping of `ipc`.
+  void releaseAllocation(const unsigned char* ipc);
 
  private:
   struct State;

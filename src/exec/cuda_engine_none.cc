@@ -41,5 +41,8 @@ Status CudaEngine::openWindow(const std::vector<WindowOffer>&, std::vector<uint6
   return invalidUsage("no CUDA support");
 }
 Status CudaEngine::closeWindow(const std::vector<WindowOffer>&) { return invalidUsage("no CUDA support"); }
+Status CudaEngine::waitQueued() { return invalidUsage("no CUDA support"); }
+Status CudaEngine::importAllocation(const unsigned char*, uint64_t*) { return invalidUsage("no CUDA support"); }
+void CudaEngine::releaseAllocation(const unsigned char*) {}
 
 }  // namespace braid::exec

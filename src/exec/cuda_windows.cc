@@ -81,18 +81,37 @@ Status CudaEngine::openWindow(const std::vector<WindowOffer>& offers, std::vecto
   return Status::ok();
 }
 
-Status CudaEngine::closeWindow(const std::vector<WindowOffer>& offers) {
+Status CudaEngine::waitQueued() {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
   // Every eager kernel this rank queued ends before lastDone (cuda_launch.cc orders its streams);
-  // a graph that still holds calls on the window is the caller's to destroy first, as with NCCL.
-  Status st =
-      s.lastStream != nullptr ? cudaCheck("cudaEventSynchronize", cudaEventSynchronize(s.lastDone)) : Status::ok();
+  // a graph that still holds calls on the memory is the caller's to destroy first, as with NCCL.
+  return s.lastStream != nullptr ? cudaCheck("cudaEventSynchronize", cudaEventSynchronize(s.lastDone)) : Status::ok();
+}
+
+Status CudaEngine::closeWindow(const std::vector<WindowOffer>& offers) {
+  const Status st = waitQueued();
+  State& s = *s_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  DeviceScope scope(s.o.device);
   for (size_t q = 0; q < offers.size(); ++q) {
     if (s.identities[q].pid != s.identities[s.o.rank].pid) transport::closeIpcMapping(s.o.device, offers[q].ipc);
   }
   return st;
+}
+
+Status CudaEngine::importAllocation(const unsigned char* ipc, uint64_t* at) {
+  DeviceScope scope(s_->o.device);
+  void* p = nullptr;
+  BRAID_RETURN_IF_ERROR(transport::openIpcMapping(s_->o.device, ipc, "another process's registered buffer", &p));
+  *at = reinterpret_cast<uint64_t>(p);
+  return Status::ok();
+}
+
+void CudaEngine::releaseAllocation(const unsigned char* ipc) {
+  DeviceScope scope(s_->o.device);
+  transport::closeIpcMapping(s_->o.device, ipc);
 }
 
 }  // namespace braid::exec
