@@ -64,6 +64,7 @@ Comm::~Comm() {
     if (state_.load(std::memory_order_acquire) == State::kInitializing) abort();
     initThread_.join();
   }
+  stopExportService();
 }
 
 Status Comm::start(const InitArgs& args, std::shared_ptr<Comm>* out) {

@@ -150,6 +150,7 @@ class Comm : public std::enable_shared_from_this<Comm> {
   bool directBuffers(const CollRequest& request, exec::CudaCall* call);
   bool exportedShifts(const void* p, size_t bytes, int64_t* shifts);
   Status startExportService();
+  void stopExportService();
   Status runGpuP2p(const std::vector<P2pRequest>& requests);
   Status oneRankCall(const CollRequest& request);
   Status preMultiply(CollRequest* r, std::vector<std::vector<char>>* hostCopies,

@@ -26,8 +26,21 @@ static_assert(kIpcHandleBytes == static_cast<int>(transport::kIpcHandleBytes), "
 // info); it serves them once its engine exists (connectGpu).
 Status Comm::startExportService() {
   if (cudaDevice_ < 0) return Status::ok();
-  return ExportListener::listen(bootstrap_->peerAddresses()[rank_], rank_, &exports_)
-      .withContext("rank " + std::to_string(rank_));
+  Status st = ExportListener::listen(bootstrap_->peerAddresses()[rank_], rank_, &exports_);
+  if (!st.isOk()) {  // not fatal: the peers' buffers registered here keep their calls to the FIFOs
+    BRAID_WARN(log::Subsys::kInit, "rank ", rank_, ": no export service (", st.message(),
+               "): buffers registered by other processes run their calls through the FIFOs");
+    exports_.reset();
+  }
+  return Status::ok();
+}
+
+// This rank's mappings of its peers' buffers go once its queued calls are over (a direct call still
+// queued reads them), before the engine goes.
+void Comm::stopExportService() {
+  if (exports_ == nullptr) return;
+  if (gpu_ != nullptr) (void)gpu_->waitQueued();
+  exports_.reset();
 }
 
 std::string Comm::exportBuffer(const void* buff, BufferExport* out) {
@@ -48,6 +61,9 @@ std::string Comm::exportBuffer(const void* buff, BufferExport* out) {
     Status st = askExportService(exportServices_[q], instanceKey_, q, rank_, true, out->ipc, kExportTimeoutMs, &at);
     if (!st.isOk()) {
       why = st.message();
+      // q may have mapped it and lost only its answer: ask it to drop the mapping too (if it holds
+      // none, it says so, harmlessly).
+      (void)askExportService(exportServices_[q], instanceKey_, q, rank_, false, out->ipc, kExportTimeoutMs, &at);
       break;
     }
     out->asked.push_back(q);
@@ -90,6 +106,10 @@ Status Comm::deregisterBuffer(void* handle) {
     uint64_t unused = 0;
     Status closed =
         askExportService(exportServices_[q], instanceKey_, q, rank_, false, e.ipc, kExportTimeoutMs, &unused);
+    if (!closed.isOk()) {
+      BRAID_WARN(log::Subsys::kInit, "rank ", rank_, ": rank ", q,
+                 " may still map a deregistered buffer (until its communicator goes): ", closed.message());
+    }
     if (st.isOk()) st = closed;
   }
   return st.withContext("rank " + std::to_string(rank_) + " unexporting a registered buffer");

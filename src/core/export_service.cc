@@ -40,6 +40,7 @@ struct ExportListener::Entry {
       return r;
     };
     if (!serving || q.commKey != commKey || q.rank != rank) {
+      r.result = kExportNotServed;
       return refuse("rank " + std::to_string(q.rank) + " of that communicator is not served here");
     }
     const std::string key(reinterpret_cast<const char*>(q.ipc), kIpcHandleBytes);
@@ -54,7 +55,7 @@ struct ExportListener::Entry {
       if (--it->second == 0) open.erase(it);
       if (!st.isOk()) return refuse(st.message());
     }
-    r.ok = 1;
+    r.result = kExportDone;
     return r;
   }
 
@@ -188,9 +189,10 @@ Status askExportService(const net::SocketAddress& to, uint64_t commKey, int rank
   const std::string who = "the export service of rank " + std::to_string(rank);
   const net::Deadline deadline = net::Deadline::in(timeoutMs, nullptr);
   net::Socket s;
+  // A closed port or connection: the rank's communicator is gone, and the mappings it held with it.
+  auto gone = [&](const Status& st) { return !open && st.code() == Code::kRemoteError; };
   Status st = net::Socket::connect(to, who, deadline, &s, false);
-  // A closed port: the rank's communicator is gone, and the mappings it held went with it.
-  if (!open && st.code() == Code::kRemoteError) return Status::ok();
+  if (gone(st)) return Status::ok();
   BRAID_RETURN_IF_ERROR(st);
   ExportRequest q;
   q.magic = open ? kExportOpenMagic : kExportCloseMagic;
@@ -198,11 +200,14 @@ Status askExportService(const net::SocketAddress& to, uint64_t commKey, int rank
   q.commKey = commKey;
   q.from = from;
   std::memcpy(q.ipc, ipc, kIpcHandleBytes);
-  BRAID_RETURN_IF_ERROR(s.sendAll(&q, sizeof(q), deadline).withContext(who));
+  st = s.sendAll(&q, sizeof(q), deadline);
   ExportReply r;
-  BRAID_RETURN_IF_ERROR(s.recvAll(&r, sizeof(r), deadline).withContext(who));
+  if (st.isOk()) st = s.recvAll(&r, sizeof(r), deadline);
+  if (gone(st)) return Status::ok();
+  BRAID_RETURN_IF_ERROR(st.withContext(who));
   if (r.magic != kExportReplyMagic) return remoteError(who + " answered with junk");
-  if (r.ok == 0) {
+  if (!open && r.result == kExportNotServed) return Status::ok();
+  if (r.result != kExportDone) {
     r.why[sizeof(r.why) - 1] = '\0';
     return remoteError(who + (open ? " could not map" : " could not unmap") + " the buffer: " + r.why);
   }

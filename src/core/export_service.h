@@ -38,8 +38,8 @@ static_assert(sizeof(ExportRequest) == 88, "ExportRequest crosses sockets byte f
 /// One reply on the wire.
 struct ExportReply {
   uint32_t magic = 0;  // kExportReplyMagic
-  int32_t ok = 0;
-  uint64_t at = 0;  // open: where the serving process sees the allocation
+  int32_t result = 0;  // kExportDone, kExportRefused or kExportNotServed
+  uint64_t at = 0;     // open: where the serving process sees the allocation
   char why[176] = {};
 };
 static_assert(sizeof(ExportReply) == 192, "ExportReply crosses sockets byte for byte");
@@ -47,6 +47,9 @@ static_assert(sizeof(ExportReply) == 192, "ExportReply crosses sockets byte for 
 constexpr uint32_t kExportOpenMagic = 0x4f455242;   // "BREO"
 constexpr uint32_t kExportCloseMagic = 0x43455242;  // "BREC"
 constexpr uint32_t kExportReplyMagic = 0x52455242;  // "BRER"
+constexpr int32_t kExportRefused = 0;               // `why` says why
+constexpr int32_t kExportDone = 1;
+constexpr int32_t kExportNotServed = 2;  // no such rank here, or it has stopped serving (it holds no mapping)
 
 /// What the service does for one rank: map an allocation another process exported (`*at` gets
 /// where this process sees it), or drop one such mapping. Each open is matched by a close; the
@@ -82,7 +85,8 @@ class ExportListener {
 /// Asks the export service at `to` (rank `rank` of `commKey`, asked by rank `from`) to map the
 /// allocation whose IPC handle is `ipc` (`open`; `*at` gets where it sees it) or to drop one mapping
 /// of it. Bounded by `timeoutMs`; the error names the rank and what it said. Dropping a mapping from
-/// a rank whose port is closed succeeds: its communicator is gone, and its mappings with it.
+/// a rank that no longer serves (its port closed, the connection closed unanswered, or the answer
+/// "not served") succeeds: its communicator is gone, and its mappings with it.
 Status askExportService(const net::SocketAddress& to, uint64_t commKey, int rank, int from, bool open,
                         const uint8_t* ipc, int64_t timeoutMs, uint64_t* at);
 

@@ -101,7 +101,22 @@ Status CudaEngine::closeWindow(const std::vector<WindowOffer>& offers) {
   return st;
 }
 
+// Called on the export service's thread: relaxed about stream capture, so that a graph another thread
+// of this process captures in the global mode (PyTorch's default) neither refuses these calls nor is
+// invalidated by them.
+namespace {
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+}  // namespace
+
 Status CudaEngine::importAllocation(const unsigned char* ipc, uint64_t* at) {
+  RelaxedCapture relaxed;
   DeviceScope scope(s_->o.device);
   void* p = nullptr;
   BRAID_RETURN_IF_ERROR(transport::openIpcMapping(s_->o.device, ipc, "another process's registered buffer", &p));
@@ -110,6 +125,7 @@ Status CudaEngine::importAllocation(const unsigned char* ipc, uint64_t* at) {
 }
 
 void CudaEngine::releaseAllocation(const unsigned char* ipc) {
+  RelaxedCapture relaxed;
   DeviceScope scope(s_->o.device);
   transport::closeIpcMapping(s_->o.device, ipc);
 }

@@ -2,8 +2,9 @@
 // name of its own that the tuner's parser takes back, and its lane count; every row is a template
 // that the proofs accept (2 hosts x 2 ranks, every root), has a cost entry (a finite, positive
 // prediction across hosts), and is what supports() and runLane() answer for its collective; a
-// collective an algorithm lacks runs its ring. (That every row has a kernel per protocol is a
-// static_assert in device/kernels.cuh.)
+// collective an algorithm lacks runs its ring. (That every row has a kernel per protocol is the
+// CUDA build's: device/kernels.cuh names each row's compilation unit, and a row without one does
+// not compile.)
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -87,6 +87,8 @@ TEST(ExportService, OpensAndClosesForTheRankItServes) {
   Status st = core::askExportService(service.address, kKey, 3, 0, true, h.data(), kTimeoutMs, &at);
   EXPECT_EQ(st.code(), Code::kRemoteError) << "refused before serve(): " << st.message();
   EXPECT_NE(st.message().find("not served here"), std::string::npos) << st.message();
+  EXPECT_TRUE(core::askExportService(service.address, kKey, 3, 0, false, h.data(), kTimeoutMs, &at).isOk())
+      << "a rank not served holds no mapping: dropping one succeeds";
 
   service.listener->serve(kKey, fake.target());
   ASSERT_TRUE(core::askExportService(service.address, kKey, 3, 0, true, h.data(), kTimeoutMs, &at).isOk());
