@@ -261,10 +261,7 @@ Status Comm::connectGpu() {
     exports_->serve(instanceKey_, ExportTarget{[engine](const uint8_t* ipc, uint64_t* at) {
                                                  return engine->importAllocation(ipc, at);
                                                },
-                                               [engine](const uint8_t* ipc) {
-                                                 engine->releaseAllocation(ipc);
-                                                 return Status::ok();
-                                               }});
+                                               [engine](const uint8_t* ipc) { engine->releaseAllocation(ipc); }});
   }
   // Every rank has mapped its peers' arenas: the shared-memory names can go.
   std::vector<int> mapped(nranks_, 1);

@@ -215,6 +215,7 @@ class Comm : public std::enable_shared_from_this<Comm> {
   std::map<const void*, std::vector<BufferExport>> buffers_;
   std::vector<net::SocketAddress> exportServices_;                // every rank's export service (port 0: none)
   std::string exportBuffer(const void* buff, BufferExport* out);  // "" or why it cannot be
+  Status unexport(const BufferExport& e);
   // Takes the last export of `handle` from `exports` (windows_ or buffers_); false if it has none.
   template <typename Export>
   bool takeExport(std::map<const void*, std::vector<Export>>* exports, const void* handle, Export* out) {

@@ -59,23 +59,32 @@ std::string Comm::exportBuffer(const void* buff, BufferExport* out) {
     }
     uint64_t at = 0;
     Status st = askExportService(exportServices_[q], instanceKey_, q, rank_, true, out->ipc, kExportTimeoutMs, &at);
+    // A failed q is asked to unmap too: it may have mapped the buffer and lost only its answer (if
+    // it holds no mapping, it says so, harmlessly).
+    out->asked.push_back(q);
     if (!st.isOk()) {
       why = st.message();
-      // q may have mapped it and lost only its answer: ask it to drop the mapping too (if it holds
-      // none, it says so, harmlessly).
-      (void)askExportService(exportServices_[q], instanceKey_, q, rank_, false, out->ipc, kExportTimeoutMs, &at);
       break;
     }
-    out->asked.push_back(q);
     out->shift[q] = static_cast<int64_t>(at - offer.allocation);  // where q sees the allocation, less here
   }
-  if (why.empty()) return why;
-  for (int q : out->asked) {
-    uint64_t unused = 0;
-    (void)askExportService(exportServices_[q], instanceKey_, q, rank_, false, out->ipc, kExportTimeoutMs, &unused);
-  }
-  out->asked.clear();
+  if (!why.empty()) (void)unexport(*out);
   return why;
+}
+
+// Asks every rank `e` asked to map the buffer to drop its mapping; the first failure, each said.
+Status Comm::unexport(const BufferExport& e) {
+  Status first;
+  for (int q : e.asked) {
+    uint64_t unused = 0;
+    Status st = askExportService(exportServices_[q], instanceKey_, q, rank_, false, e.ipc, kExportTimeoutMs, &unused);
+    if (!st.isOk()) {
+      BRAID_WARN(log::Subsys::kInit, "rank ", rank_, ": rank ", q,
+                 " may still map a buffer this rank no longer exports (until its communicator goes): ", st.message());
+      if (first.isOk()) first = st;
+    }
+  }
+  return first;
 }
 
 Status Comm::registerBuffer(void* buff, size_t size, void** handle) {
@@ -102,16 +111,8 @@ Status Comm::deregisterBuffer(void* handle) {
   // A peer's kernel touches this buffer only within a call of this rank's (the direct kernels'
   // closing handshake), so once this rank's queued calls are over no peer does any more.
   Status st = gpu_->waitQueued();
-  for (int q : e.asked) {
-    uint64_t unused = 0;
-    Status closed =
-        askExportService(exportServices_[q], instanceKey_, q, rank_, false, e.ipc, kExportTimeoutMs, &unused);
-    if (!closed.isOk()) {
-      BRAID_WARN(log::Subsys::kInit, "rank ", rank_, ": rank ", q,
-                 " may still map a deregistered buffer (until its communicator goes): ", closed.message());
-    }
-    if (st.isOk()) st = closed;
-  }
+  const Status unexported = unexport(e);
+  if (st.isOk()) st = unexported;
   return st.withContext("rank " + std::to_string(rank_) + " unexporting a registered buffer");
 }
 
@@ -125,8 +126,9 @@ bool Comm::exportedShifts(const void* p, size_t bytes, int64_t* shifts) {
   if (registrations_.within(Registrations::Kind::kWindow, p, bytes, &handle)) {
     auto it = windows_.find(handle);
     if (it != windows_.end()) shift = &it->second.back().shift;
-  } else if (registrations_.within(Registrations::Kind::kBuffer, p, bytes, &handle)) {
-    auto it = buffers_.find(handle);
+  }
+  if (shift == nullptr && registrations_.within(Registrations::Kind::kBuffer, p, bytes, &handle)) {
+    auto it = buffers_.find(handle);  // a window kept to the FIFOs may still lie in an exported buffer
     if (it != buffers_.end()) shift = &it->second.back().shift;
   }
   if (shift == nullptr) return false;

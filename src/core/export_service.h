@@ -52,11 +52,11 @@ constexpr int32_t kExportDone = 1;
 constexpr int32_t kExportNotServed = 2;  // no such rank here, or it has stopped serving (it holds no mapping)
 
 /// What the service does for one rank: map an allocation another process exported (`*at` gets
-/// where this process sees it), or drop one such mapping. Each open is matched by a close; the
-/// service closes what a peer left open when the rank stops serving.
+/// where this process sees it), or drop one such mapping. Each successful open is matched by a
+/// close; the service closes what a peer left open when the rank stops serving.
 struct ExportTarget {
   std::function<Status(const uint8_t* ipc, uint64_t* at)> open;
-  std::function<Status(const uint8_t* ipc)> close;
+  std::function<void(const uint8_t* ipc)> close;
 };
 
 /// One rank's place in the service, from listen() until it is destroyed (which closes, through the
