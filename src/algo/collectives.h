@@ -34,6 +34,11 @@ BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) {
   return false;
 }
 
+/// Whether the copy-engine path (Algo::kCopyEngine, device/ce_work.h) runs `coll`.
+BRAID_HOST_DEVICE inline bool copyEngineRuns(Coll coll) {
+  return coll == Coll::kAllReduce || coll == Coll::kReduceScatter || coll == Coll::kAllGather;
+}
+
 BRAID_HOST_DEVICE inline int numLanes(Algo algo) {
 #define BRAID_ALGO(id, name, lanes, scope) \
   if (algo == Algo::id) return lanes;

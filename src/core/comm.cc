@@ -227,6 +227,14 @@ Status Comm::connectGpu() {
     o.oneShotChannels = o.oneShotBytes == 0 ? 0 : sharing > 1 ? o.channels : device::kMaxOneShotChannels;
   }
   plan_.tuner.setOneShot(o.oneShotBytes, o.oneShotChannels);
+  // The copy-engine path (BRAID_CE): slots for ranks of one host that reach each other's GPU memory;
+  // whether they all do is known once connected (CudaEngine::copyEngineCtas).
+  const std::string ce = param::getString(param::Id::kCe);
+  if (ce != "0" && ce != "1" && ce != "auto") return invalidArgument("BRAID_CE='" + ce + "': must be 0, 1 or auto");
+  if (ce != "0" && o.oneShotBytes > 0) {
+    o.ceSlotBytes =
+        exec::ceSlotLimit(nranks_, static_cast<size_t>(std::max<int64_t>(0, param::getInt(param::Id::kCeSlotBytes))));
+  }
   plan_.tuner.setLl128Capable(!o.hostMemory);
   tune::Tuner::EngineLimits limits;
   limits.ringChannels = o.channels;
@@ -242,7 +250,8 @@ Status Comm::connectGpu() {
                     static_cast<int64_t>(o.ll128SlotBytes),
                     static_cast<int64_t>(o.oneShotBytes),
                     o.channels,
-                    o.fullChannels};
+                    o.fullChannels,
+                    static_cast<int64_t>(o.ceSlotBytes)};
   BRAID_RETURN_IF_ERROR(
       bootstrap_->allGather(layouts.data(), sizeof(GpuLayoutSettings)).withContext("exchanging GPU buffer layouts"));
   BRAID_RETURN_IF_ERROR(checkLayoutAgreement(layouts));
@@ -263,10 +272,19 @@ Status Comm::connectGpu() {
                                                },
                                                [engine](const uint8_t* ipc) { engine->releaseAllocation(ipc); }});
   }
-  // Every rank has mapped its peers' arenas: the shared-memory names can go.
-  std::vector<int> mapped(nranks_, 1);
+  // Every rank has mapped its peers' arenas: the shared-memory names can go. The same exchange
+  // agrees on the copy-engine reducer's CTAs (the fewest any rank offers; 0 where one has no path),
+  // which the tuner's decisions, the same on every rank, depend on.
+  // BRAID_CE=1 holds where every rank set it (the lowest bit).
+  std::vector<int> mapped(nranks_, 0);
+  mapped[rank_] = 2 * gpu_->copyEngineCtas() + (param::getString(param::Id::kCe) == "1" ? 1 : 0);
   BRAID_RETURN_IF_ERROR(bootstrap_->allGather(mapped.data(), sizeof(int)).withContext("GPU connections"));
   gpu_->connected();
+  const int agreed = *std::min_element(mapped.begin(), mapped.end());
+  bool forced = true;
+  for (int m : mapped) forced = forced && (m & 1) != 0;
+  gpu_->limitCopyEngines(agreed / 2);
+  plan_.tuner.setCopyEngine(agreed / 2, forced);
   if (watch_ != nullptr) startGpuWatch();
   // Rank 0 logs the plan now that the tuner knows the one-shot's limits (not when the topology could
   // not be planned: the default ring was warned about).

@@ -68,7 +68,8 @@ Status checkLayoutAgreement(const std::vector<GpuLayoutSettings>& all) {
         {"BRAID_GPU_LL128_BYTES", {a.ll128SlotBytes, b.ll128SlotBytes}},
         {"BRAID_GPU_ONESHOT_BYTES", {a.oneShotBytes, b.oneShotBytes}},
         {"channels (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.channels, b.channels}},
-        {"channels for trees (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.fullChannels, b.fullChannels}}};
+        {"channels for trees (BRAID_MIN_CTAS / BRAID_MAX_CTAS)", {a.fullChannels, b.fullChannels}},
+        {"copy-engine slot bytes (BRAID_CE / BRAID_CE_SLOT_BYTES)", {a.ceSlotBytes, b.ceSlotBytes}}};
     for (const auto& f : fields) {
       if (f.second.first != f.second.second) {
         return invalidUsage("rank " + std::to_string(r) + " lays out its GPU buffers with " + f.first + " = " +

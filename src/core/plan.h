@@ -37,6 +37,7 @@ struct GpuLayoutSettings {
   int64_t oneShotBytes = 0;     // BRAID_GPU_ONESHOT_BYTES
   int32_t channels = 0;         // ring channels: from the search, BRAID_MIN_CTAS / BRAID_MAX_CTAS
   int32_t fullChannels = 0;     // channels with every algorithm's FIFOs: the same
+  int64_t ceSlotBytes = 0;      // BRAID_CE, BRAID_CE_SLOT_BYTES
 };
 
 /// Ok when every rank's settings equal rank 0's; otherwise an invalid-usage error naming the first

@@ -4,6 +4,7 @@
 #include <array>
 #include <utility>
 
+#include "device/ce_work.h"
 #include "device/device_work.h"
 
 namespace braid::device {
@@ -96,6 +97,7 @@ int loadKernels(size_t* localBytes) {
     cudaError_t err = load(kernelDirect(c));
     if (err != cudaSuccess) return static_cast<int>(err);
   }
+  if (cudaError_t err = load(KernelRef{ceKernel(), ceKernelName()}); err != cudaSuccess) return static_cast<int>(err);
   int premul = 0;
   const void* const* premulKernels = premultiplyKernels(&premul);
   for (int i = 0; i < premul; ++i) {

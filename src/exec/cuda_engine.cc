@@ -119,6 +119,8 @@ ArenaLayout CudaEngine::State::layoutOf(int rank) const {
   }
   l.oneShot = l.bytes;
   l.bytes += oneShotRegionBytes(o);
+  l.ce = (l.bytes + 255) / 256 * 256;
+  if (o.ceSlotBytes > 0) l.bytes = l.ce + device::ceRegionBytes(o.nranks, o.ceSlotBytes);
   return l;
 }
 
@@ -146,6 +148,7 @@ CudaEngine::State::~State() {
   // sharing the GPU may have kernels that wait for their own abort, which comes after this one.
   if (lastDone != nullptr && lastStream != nullptr) cudaEventSynchronize(lastDone);
   closeTransports();
+  releaseCopyEngines();
   if (lastDone != nullptr) cudaEventDestroy(lastDone);
   if (joined != nullptr) cudaEventDestroy(joined);
   cudaFree(table);
@@ -333,6 +336,7 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
     ++sharing;
     if (first < 0) first = q;
   }
+  s.ranksOnGpu = sharing;
   if (sharing > 1 && me == first && cudaHardwareQueues() < 2 * sharing + 1) {
     BRAID_WARN(log::Subsys::kInit, sharing, " ranks of this process share CUDA device ", s.o.device,
                " but CUDA_DEVICE_MAX_CONNECTIONS=", cudaHardwareQueues(), " gives their streams fewer than ",
@@ -410,6 +414,7 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
     s.windowsAcrossProcesses = !oneProcess && oneHostByIpc;
   }
   s.identities = ids;
+  BRAID_RETURN_IF_ERROR(openCopyEngines());
   BRAID_RETURN_IF_ERROR(cudaCheck("cudaMalloc", cudaMalloc(&s.table, table.size() * sizeof(PeerConn))));
   BRAID_RETURN_IF_ERROR(copyToDevice(s.setup, s.table, table.data(), table.size() * sizeof(PeerConn),
                                      "cudaMemcpyAsync (connection table)"));
@@ -491,6 +496,7 @@ bool CudaEngine::stopped(Status* why) const { return s_ && s_->ledger.stopped(wh
 
 void CudaEngine::abort() {
   if (s_ && s_->abortHost != nullptr) *reinterpret_cast<volatile int*>(s_->abortHost) = 1;
+  if (s_) s_->unblockCopyEngines();
 }
 
 }  // namespace braid::exec

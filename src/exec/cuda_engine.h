@@ -20,6 +20,7 @@
 #include "algo/p2p.h"
 #include "braid/braid.h"
 #include "core/status.h"
+#include "device/ce_work.h"
 #include "device/device_work.h"
 #include "exec/launch_plan.h"
 #include "net/socket_address.h"
@@ -43,6 +44,7 @@ struct CudaEngineOptions {
   size_t ll128SlotBytes = 1024 * 120;   // LL128: data per FIFO slot, a multiple of 120 (128 per line)
   size_t oneShotBytes = 0;              // the largest one-shot block (0: no one-shot buffers)
   int oneShotChannels = 0;              // the most CTAs a one-shot call may have (<= kMaxOneShotChannels)
+  size_t ceSlotBytes = 0;               // the copy-engine path's slots (0: not offered; cuda_ce.cc)
   algo::Geometry geometry;
   bool hostMemory = false;  // FIFOs in pinned, mapped shared host memory instead of GPU memory
   uint64_t commKey = 0;     // Comm::instanceKey: names the shared-memory arena (hostMemory)
@@ -168,6 +170,12 @@ class CudaEngine {
   /// IPC: direct calls run on windows alone, each exported when it is registered (a collective:
   /// offerWindow, the bootstrap's all-gather, openWindow).
   bool windowsAcrossProcesses() const;
+  /// The most CTAs a copy-engine call's reducer may use: kMaxCeCtas, or fewer where ranks share a
+  /// GPU (all must be resident); 0 where the path is not offered (no slots, ranks on other hosts
+  /// or not reaching each other's GPU memory, or the driver lacks stream memory operations).
+  int copyEngineCtas() const;
+  /// What every rank agreed on (the fewest any offers): calls use at most `ctas`, 0 none.
+  void limitCopyEngines(int ctas);
   /// This rank's window at `base` as the other processes can map it.
   Status offerWindow(const void* base, WindowOffer* out) const;
   /// Maps the windows of `offers` (one per rank) that other processes offer; `*seenAt` gets, per
@@ -194,6 +202,8 @@ class CudaEngine {
   Status enterLedger(const CudaCall* calls, size_t n);
   Status launchRun(const CudaCall* calls, const LaunchKey* keys, size_t n);
   Status launchDirect(const CudaCall& call);
+  Status launchCopyEngine(const CudaCall& call);
+  Status openCopyEngines();  // connect's last step (cuda_ce.cc)
   std::unique_ptr<State> s_;
 };
 
@@ -205,6 +215,17 @@ inline size_t oneShotBlockLimit(int nranks, size_t wanted) {
   const size_t budget = size_t{32} << 20;
   const size_t cap = budget / (static_cast<size_t>(device::kOneShotParities) * 2 * nranks) / 1024 * 1024;
   return wanted < cap ? wanted : cap;
+}
+
+/// The copy-engine slot (bytes) `nranks` ranks reserve for when `wanted` is asked: 0 outside
+/// 2..kMaxOneShotRanks ranks or below 64 KiB; otherwise `wanted` in whole 64 KiB, lowered so that a
+/// rank's slots (2 x (nranks - 1) x kCeDepth of them) stay within 32 MiB.
+inline size_t ceSlotLimit(int nranks, size_t wanted) {
+  constexpr size_t kUnit = 64 * 1024;
+  if (nranks < 2 || nranks > device::kMaxOneShotRanks) return 0;
+  const size_t cap = (size_t{32} << 20) / (2 * static_cast<size_t>(nranks - 1) * device::kCeDepth);
+  const size_t slot = (wanted < cap ? wanted : cap) / kUnit * kUnit;
+  return slot;
 }
 
 /// Elements of `type` one slot carries: the chunk every Prims operation moves.

@@ -36,6 +36,8 @@ bool CudaEngine::peerAccess(int, int) { return false; }
 int CudaEngine::channels() const { return 0; }
 bool CudaEngine::directCalls() const { return false; }
 bool CudaEngine::windowsAcrossProcesses() const { return false; }
+int CudaEngine::copyEngineCtas() const { return 0; }
+void CudaEngine::limitCopyEngines(int) {}
 Status CudaEngine::offerWindow(const void*, WindowOffer*) const { return invalidUsage("no CUDA support"); }
 Status CudaEngine::openWindow(const std::vector<WindowOffer>&, std::vector<uint64_t>*) {
   return invalidUsage("no CUDA support");

@@ -48,6 +48,7 @@ class DeviceScope {
 struct ArenaLayout {
   std::map<std::tuple<int, int, int>, size_t> blocks;
   size_t oneShot = 0;
+  size_t ce = 0;  // the copy-engine region (device/ce_work.h), where options.ceSlotBytes > 0
   size_t bytes = 0;
 };
 
@@ -80,6 +81,16 @@ struct CudaEngine::State {
   bool direct = false;
   bool windowsAcrossProcesses = false;
   std::vector<transport::PeerIdentity> identities;  // every rank's, from connect
+  int ranksOnGpu = 1;                               // ranks of this process on this rank's GPU
+  // The copy-engine path (cuda_ce.cc): the reducer's most CTAs (0: not offered), every rank's
+  // region as mapped here, a side stream and a join event per peer, the fork event.
+  int ceCtas = 0;
+  char* ceRegions[device::kMaxOneShotRanks] = {};
+  std::vector<cudaStream_t> ceStreams;
+  std::vector<cudaEvent_t> ceJoined;
+  cudaEvent_t ceFork = nullptr;
+  void releaseCopyEngines();
+  void unblockCopyEngines();
   // The same host's ranks compare their collectives here (exec/call_ledger.h); its block holds the
   // kernels' abort flag, registered with CUDA as mapped memory so that the kernels read it.
   CallLedger ledger;

@@ -190,17 +190,19 @@ Status CudaEngine::enterLedger(const CudaCall* calls, size_t n) {
   return Status::ok();
 }
 
-// The calls in order: runs of FIFO and one-shot calls as launch_plan.h cuts them; a direct call
-// launches alone, between them.
+// The calls in order: runs of FIFO and one-shot calls as launch_plan.h cuts them; a direct or
+// copy-engine call launches alone, between them.
 Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.mu);
   DeviceScope scope(s.o.device);
   std::vector<LaunchKey> keys(n);
   BRAID_RETURN_IF_ERROR(enterLedger(calls, n));
+  // Direct and copy-engine calls launch alone, between the runs of the others.
+  auto alone = [](const CudaCall& c) { return c.direct || c.algo == algo::Algo::kCopyEngine; };
   for (size_t i = 0; i < n; ++i) {
     const CudaCall& c = calls[i];
-    if (c.direct) continue;
+    if (alone(c)) continue;
     BRAID_RETURN_IF_ERROR(checkPlan(c));
     keys[i].kernel = static_cast<int>(kernelKind(c.coll, c.algo));
     keys[i].proto = static_cast<int>(c.proto);
@@ -210,9 +212,9 @@ Status CudaEngine::runBatch(const CudaCall* calls, size_t n) {
   }
   size_t begin = 0;
   for (size_t i = 0; i <= n; ++i) {
-    if (i < n && !calls[i].direct) continue;
+    if (i < n && !alone(calls[i])) continue;
     BRAID_RETURN_IF_ERROR(launchRun(calls + begin, keys.data() + begin, i - begin));
-    if (i < n) BRAID_RETURN_IF_ERROR(launchDirect(calls[i]));
+    if (i < n) BRAID_RETURN_IF_ERROR(calls[i].direct ? launchDirect(calls[i]) : launchCopyEngine(calls[i]));
     begin = i + 1;
   }
   return Status::ok();

@@ -53,6 +53,18 @@ constexpr Constant kDoublingBandwidthFactor = {
     0.7,
     "measured (2 x H200, CUDA graph): all-reduce by recursive doubling on Simple (30 channels) took 50.8 us at 8 MB "
     "where the ring on 32 took 44.9, and 30.1 against 29.0 at 2 MB (bench/NOTES.md)"};
+constexpr Constant kCeGBs = {
+    370.0,
+    "measured (probe, 2 x H200): 256 MB all-reduce with copy-engine chunks feeding a 16-CTA reduce kernel, 371 GB/s "
+    "busbw; the copy engines alone 397 GB/s one way (PERFORMANCE.md)"};
+constexpr Constant kCeCtaGBs = {40.0,
+                                "measured (probe, 2 x H200): the same with an 8-CTA reduce kernel, 323 GB/s: about 40 "
+                                "per reducing CTA"};
+constexpr Constant kCeCallUs = {
+    15.0,
+    "estimate: a call's stream operations (fork, a copy and two words per chunk and peer, join, a memset) and the "
+    "first chunk's copy before any reduction"};
+constexpr Constant kCeDefaultCtas = {16.0, "measured (probe, 2 x H200): 16 reducing CTAs reach the copy engines' rate"};
 constexpr Constant kNvlinkRingChannels = {
     64.0,
     "measured: ring/Simple on 2 x H200 NVLink, 512 MB, 30 -> 48 -> 64 CTAs: broadcast 303 -> 331 -> 349 GB/s, "

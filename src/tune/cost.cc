@@ -46,6 +46,8 @@ Machine gpuMachine(const topology::SearchResult& search, int nranks) {
   // Recursive doubling inside one host (NVLink/PCIe peers); across hosts its partners change every
   // step, so each step would cross the network.
   m.doubling = search.hosts == 1;
+  // The copy engines over NVLink (the probes' figure); over PCIe a ring's channels in all.
+  m.ceGBs = oneNvlinkHost ? kCeGBs.value : m.channelGBs * m.channels;
   return m;
 }
 
@@ -242,6 +244,7 @@ double hostLinkFactor(const Machine& m, algo::Coll coll, algo::Algo a) {
 }
 
 bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
+  if (a == algo::Algo::kCopyEngine) return m.ceCtas > 0 && m.ceGBs > 0 && algo::copyEngineRuns(coll);
   // The hierarchical algorithms and the cross-host tree (the table's kAcrossHosts), across hosts only.
   const bool levelled = algo::scopeOf(a) == algo::AlgoScope::kAcrossHosts;
   return algo::supports(coll, a) && (a != algo::Algo::kDoubling || m.doubling) &&
@@ -249,6 +252,7 @@ bool algorithmApplies(const Machine& m, algo::Coll coll, algo::Algo a) {
 }
 
 bool sizeApplies(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes) {
+  if (a == algo::Algo::kCopyEngine) return proto == Proto::kSimple;  // (no protocol: one entry)
   if (a != algo::Algo::kOneShot) return true;
   const bool perRank = coll == algo::Coll::kAllGather || coll == algo::Coll::kReduceScatter;
   size_t block = perRank ? bytes / std::max(1, m.nranks) : bytes;
@@ -319,7 +323,20 @@ double wireFactor(const Machine& m, Proto proto) {
   }
 }
 
+// The copy-engine path: the calls's fixed cost (its stream operations) and the busiest rank's
+// bytes at the slower of the copy engines and what the reducer's CTAs reduce.
+Prediction predictCopyEngine(const Machine& m, algo::Coll coll, size_t bytes, int ctas) {
+  Prediction p;
+  p.steps = 1;
+  p.latencyUs = m.baseUs + kCeCallUs.value;
+  p.bandwidthGBs = std::min(m.ceGBs, std::max(1, ctas) * kCeCtaGBs.value);
+  p.us = p.latencyUs +
+         static_cast<double>(bytes) * busiestRankFactor(coll, algo::Algo::kRing, m.nranks) / (p.bandwidthGBs * 1e3);
+  return p;
+}
+
 Prediction predict(const Machine& m, algo::Coll coll, algo::Algo a, Proto proto, size_t bytes, int channels) {
+  if (a == algo::Algo::kCopyEngine) return predictCopyEngine(m, coll, bytes, channels);
   const Factors f = factorsFor(m, a, proto);
   Prediction p;
   p.steps = stepsOn(m, coll, a);

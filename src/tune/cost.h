@@ -61,6 +61,8 @@ struct Machine {
   bool doubling = false;      // recursive doubling available
   size_t oneShotBytes = 0;    // the largest block the one-shot moves per peer (0: not offered)
   int oneShotChannels = 0;    // the most CTAs it may use (it needs no FIFOs, so not `channels`)
+  double ceGBs = 0;           // the copy-engine path's rate per direction, where it is offered
+  int ceCtas = 0;             // its reducer's CTAs unless the configured bounds say otherwise (0: not offered)
   ProtoModel protos[static_cast<int>(Proto::kNumProtos)] = {
       defaultProtoModel(Proto::kSimple), defaultProtoModel(Proto::kLL),
       defaultProtoModel(Proto::kLL128)};  // GPU communicators, by Proto

@@ -163,7 +163,17 @@ Status Tuner::create(const Machine& machine, const TunerConfig& config, Tuner* o
   return Status::ok();
 }
 
+void Tuner::setCopyEngine(int ctas, bool forced) {
+  machine_.ceCtas = ctas > 0 ? std::min(ctas, static_cast<int>(kCeDefaultCtas.value)) : 0;
+  limits_.ceCtas = ctas;
+  ceForced_ = forced && ctas > 0;
+  cache_.clear();
+}
+
 int Tuner::channelsFor(algo::Algo a, Proto proto, size_t bytes) const {
+  // The copy-engine reducer: its own count, within the configured bounds (the user's SM budget).
+  if (a == algo::Algo::kCopyEngine)
+    return std::min(std::clamp(machine_.ceCtas, minChannels_, std::max(minChannels_, maxChannels_)), limits_.ceCtas);
   double perChannel = a == algo::Algo::kOneShot ? machine_.oneShot.bytesPerChannel
                                                 : machine_.protos[static_cast<int>(proto)].bytesPerChannel;
   int wanted = static_cast<int>(std::ceil(static_cast<double>(bytes) / perChannel));
@@ -206,6 +216,15 @@ Decision Tuner::evaluate(algo::Coll coll, size_t bytes) const {
   const int c = static_cast<int>(coll);
   Decision best;
   bool any = false;
+  const int ce = static_cast<int>(algo::Algo::kCopyEngine);
+  if (ceForced_ && allowed_.algo[c][ce] && algorithmApplies(machine_, coll, algo::Algo::kCopyEngine)) {
+    best.algo = algo::Algo::kCopyEngine;
+    best.channels = channelsFor(best.algo, Proto::kSimple, bytes);
+    best.predictedUs = predict(machine_, coll, best.algo, Proto::kSimple, bytes, best.channels).us;
+    best.chunkBytes = limits_.slotBytes[static_cast<int>(Proto::kSimple)];
+    best.note = "BRAID_CE=1";
+    return best;
+  }
   for (int a = 0; a < kNumAlgos; ++a) {
     auto alg = static_cast<algo::Algo>(a);
     if (!allowed_.algo[c][a] || !algorithmApplies(machine_, coll, alg)) continue;

@@ -103,7 +103,12 @@ class Tuner {
     int channels = 0;
     size_t slotBytes[kNumProtos] = {512 * 1024, 32 * 1024, 64 * 1024};  // by Proto
     int directChannels = 1;  // the most CTAs of a direct call (registered buffers, windows)
+    int ceCtas = 0;          // the most CTAs of the copy-engine reducer (setCopyEngine)
   };
+  /// The GPU executor's copy-engine path (known once it connected): offered with a reducer of at
+  /// most `ctas` CTAs (0: not offered); `forced` (BRAID_CE=1): every
+  /// collective it runs takes it, where the allowed lists let it.
+  void setCopyEngine(int ctas, bool forced);
   void setEngineLimits(const EngineLimits& limits) {
     limits_ = limits;
     cache_.clear();
@@ -125,6 +130,7 @@ class Tuner {
   int maxChannels_ = 64;
   size_t hostChunkBytes_ = 128 * 1024;
   EngineLimits limits_;
+  bool ceForced_ = false;
   mutable DecisionCache cache_;
 };
 
