@@ -147,11 +147,20 @@ Status CudaEngine::openCopyEngines() {
                ": the CUDA driver offers no stream memory operations (cuStreamWaitValue32): no copy-engine path");
     return Status::ok();
   }
-  // A side stream waiting for a word holds its hardware queue: a stream of this process on the same
-  // queue (the call's own, or another rank's) would wait behind it, and its peers' kernels for it.
-  // Each rank of this process on this GPU needs its side streams, its call stream and its set-up
-  // stream on queues of their own, and the legacy stream one more.
-  const int queues = s.ranksOnGpu * (n + 1) + 1;
+  // A side stream waiting for a word holds its hardware queue (CUDA_DEVICE_MAX_CONNECTIONS), and
+  // the driver deals queues to a context's streams in turn, whoever makes them. Another rank of
+  // this process on this GPU may find its kernel queued behind such a wait that needs that very
+  // kernel: a hang (seen with four thread ranks on one GPU). Ranks that share a GPU run as
+  // processes (contexts of their own) or do without the path. A stream of this rank's own queued
+  // behind a wait only waits longer; the rank needs its side streams, its call stream, its set-up
+  // stream and the legacy stream on queues of their own for the copies to overlap.
+  if (s.ranksOnGpu > 1) {
+    BRAID_INFO(log::Subsys::kInit, "rank ", me, ": no copy-engine path: ", s.ranksOnGpu,
+               " ranks of this process share CUDA device ", s.o.device,
+               " (their streams' waits could block each other's hardware queues); run them as processes");
+    return Status::ok();
+  }
+  const int queues = n + 2;
   if (cudaHardwareQueues() < queues) {
     BRAID_WARN(log::Subsys::kInit, "rank ", me, ": no copy-engine path: its streams need ", queues,
                " hardware queues and CUDA_DEVICE_MAX_CONNECTIONS=", cudaHardwareQueues(),
@@ -170,8 +179,7 @@ Status CudaEngine::openCopyEngines() {
   }
   BRAID_RETURN_IF_ERROR(
       cudaCheck("cudaEventCreate (copy-engine pushes)", cudaEventCreateWithFlags(&s.ceFork, cudaEventDisableTiming)));
-  // Ranks sharing a GPU keep their CTAs resident together (the ring's channel cap says how many).
-  s.ceCtas = std::min(device::kMaxCeCtas, s.ranksOnGpu > 1 ? s.o.channels : device::kMaxCeCtas);
+  s.ceCtas = device::kMaxCeCtas;
   BRAID_INFO(log::Subsys::kInit, "copy-engine path: ", device::kCeDepth, " slots of ", s.o.ceSlotBytes >> 10,
              " KiB per peer each way, a reducer of up to ", s.ceCtas, " CTAs");
   return Status::ok();

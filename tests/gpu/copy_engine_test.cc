@@ -3,10 +3,14 @@
 // list ("ce"). Plain (unregistered) buffers; every collective of direct_calls.h, in place and out,
 // against the reference (broadcast and reduce, which the path does not run, take the tuner's other
 // choices beside them); eager, in CUDA graphs replayed with new inputs, between FIFO calls of one
-// group, and on a CTA budget of one. ctest's gpu_copy_engine_small_slots runs these with 64 KiB
-// slots, so that each slot is reused many times within a call.
+// group, and on a CTA budget of one. Ranks of one process that share a GPU get no copy-engine path
+// (their streams' waits could block each other's hardware queues), so on one GPU these run as
+// processes: ctest's gpu_copy_engine_processes (2 and 4 processes), gpu_copy_engine_small_slots
+// (64 KiB slots, each reused many times within a call) and gpu_copy_engine_forced (BRAID_CE=1, no
+// algorithm list). A world whose local ranks share a GPU skips.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +41,18 @@ class Plain : public RankBuffers {
   size_t bytes_ = 0;
 };
 
+// Why a world gets no copy-engine path ("" when it does): two local ranks on one GPU.
+std::string sharedGpu(const World& w) {
+  for (int r = 0; r < w.size(); ++r) {
+    for (int q = r + 1; q < w.size(); ++q) {
+      if (w.local(r) && w.local(q) && w.devices[r] == w.devices[q])
+        return "ranks " + std::to_string(r) + " and " + std::to_string(q) +
+               " of this process share a GPU: no copy-engine path (ctest runs these as processes)";
+    }
+  }
+  return "";
+}
+
 class GpuCopyEngine : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
@@ -47,6 +63,7 @@ class GpuCopyEngine : public ::testing::TestWithParam<int> {
     o.maxCTAs = 8;
     w_ = std::make_unique<World>(o);
     ASSERT_EQ(w_->error, "");
+    if (const std::string why = sharedGpu(*w_); !why.empty()) GTEST_SKIP() << why;
   }
   std::unique_ptr<World> w_;
 };
@@ -80,6 +97,7 @@ TEST(GpuCopyEngineBudget, OneCtaReducesEveryChunk) {
   o.maxCTAs = 1;
   World w(o);
   ASSERT_EQ(w.error, "");
+  if (const std::string why = sharedGpu(w); !why.empty()) GTEST_SKIP() << why;
   const Call c{Coll::kAllReduce, (size_t{3} << 20) + 1, false, braidAvg};
   Plain b(w, c.count);
   prepare(w, b, c);
@@ -97,6 +115,7 @@ TEST(GpuCopyEngineMixed, CopyEngineCallsKeepTheirPlaceInAGroup) {
   World w(o);
   ASSERT_EQ(w.error, "");
   if (!w.local(0) || !w.local(1)) GTEST_SKIP() << "thread ranks of one process only";
+  if (const std::string why = sharedGpu(w); !why.empty()) GTEST_SKIP() << why;
   const int n = w.size();
   const size_t count = 1 << 19;
   const Call reduce{Coll::kAllReduce, count, false, braidSum};
@@ -119,6 +138,22 @@ TEST(GpuCopyEngineMixed, CopyEngineCallsKeepTheirPlaceInAGroup) {
       ASSERT_EQ(got[i], expected(reduce, n, r, i % count)) << "rank " << r << " element " << i;
     }
   }
+}
+
+// BRAID_CE=1 (ctest's gpu_copy_engine_forced sets it) with no algorithm list: the tuner takes the
+// path for every all-reduce, reduce-scatter and all-gather, and each matches the reference.
+TEST(GpuCopyEngineForced, EveryCollectiveWithTheTunersChoice) {
+  if (deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device";
+  const char* ce = std::getenv("BRAID_CE");
+  if (ce == nullptr || std::string(ce) != "1") GTEST_SKIP() << "BRAID_CE=1 only (ctest's gpu_copy_engine_forced)";
+  WorldOptions o;
+  o.nranks = 2;
+  World w(o);
+  ASSERT_EQ(w.error, "");
+  if (const std::string why = sharedGpu(w); !why.empty()) GTEST_SKIP() << why;
+  const std::vector<size_t> counts = {1, 1023, (size_t{1} << 20) + 3};
+  Plain b(w, counts.back());
+  checkEveryCollective(w, b, counts);
 }
 
 }  // namespace
