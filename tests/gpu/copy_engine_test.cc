@@ -42,16 +42,17 @@ class Plain : public RankBuffers {
 };
 
 // Why a world gets no copy-engine path ("" when it does): BRAID_CE unset or 0 (the default; ctest
-// sets auto or 1), or two local ranks on one GPU.
+// sets auto or 1), or two ranks of one process on one GPU (anywhere in the world, so that every
+// process skips alike).
 std::string noCopyEngine(const World& w) {
   const char* ce = std::getenv("BRAID_CE");
   if (ce == nullptr || std::string(ce) == "0" || std::string(ce).empty())
     return "the copy-engine path is off unless BRAID_CE is auto or 1 (ctest sets it)";
   for (int r = 0; r < w.size(); ++r) {
     for (int q = r + 1; q < w.size(); ++q) {
-      if (w.local(r) && w.local(q) && w.devices[r] == w.devices[q])
+      if (w.process[r] == w.process[q] && w.devices[r] == w.devices[q])
         return "ranks " + std::to_string(r) + " and " + std::to_string(q) +
-               " of this process share a GPU: no copy-engine path (ctest runs these as processes)";
+               " share a process and a GPU: no copy-engine path (ctest runs these as processes)";
     }
   }
   return "";

@@ -80,7 +80,10 @@ World::World(const WorldOptions& o) {
   comms.assign(n, nullptr);
   streams.assign(n, nullptr);
   here.assign(n, false);
-  for (int r = split.host * n / split.hosts; r < (split.host + 1) * n / split.hosts; ++r) here[r] = true;
+  for (int h = 0; h < split.hosts; ++h) {
+    for (int r = h * n / split.hosts; r < (h + 1) * n / split.hosts; ++r) process.push_back(h);
+  }
+  for (int r = 0; r < n; ++r) here[r] = process[r] == split.host;
   for (int r = 0; r < n; ++r) devices.push_back(gpus > 0 ? r % gpus : 0);
   braidUniqueId id;
   error = worldId(split, ++worlds, &id);

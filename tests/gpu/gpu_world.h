@@ -36,7 +36,8 @@ struct World {
 
   explicit World(const WorldOptions& options);
   ~World();
-  std::vector<bool> here;  // here[r]: rank r lives in this process
+  std::vector<bool> here;    // here[r]: rank r lives in this process
+  std::vector<int> process;  // process[r]: which of the pretended hosts' processes holds rank r
   int size() const { return static_cast<int>(comms.size()); }
   bool local(int r) const { return here[r]; }
   /// Waits for every rank's stream; false (and error set) on a CUDA error.
