@@ -9,8 +9,10 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/log.h"
+#include "exec/ce_program.h"
 #include "exec/cuda_device.h"
 #include "exec/cuda_engine.h"
 #include "exec/cuda_engine_state.h"
@@ -55,71 +57,42 @@ struct CeLayout {
   size_t slotBytes;
 };
 
-// One peer's side of a call: what this rank's stream for peer q queues.
+// One peer's side of a call: the ops of cePeerProgram, queued on this rank's stream for peer q.
 class PeerProgram {
  public:
-  PeerProgram(const CeLayout& l, const CudaCall& call, const device::CePlan& plan, int q, cudaStream_t st)
-      : l_(l), call_(call), plan_(plan), q_(q), st_(st), es_(device::elemSizeOf(call.type)) {
+  PeerProgram(const CeLayout& l, const CudaCall& call, cudaStream_t st)
+      : l_(l), call_(call), st_(st), es_(device::elemSizeOf(call.type)) {
     words_ = reinterpret_cast<device::CeWords*>(l.regions[l.rank]);
   }
 
-  Status run() {
-    const uint32_t k = plan_.chunks;
-    if (plan_.reduces && plan_.gathers) {
-      for (uint32_t c = 0; c < k; ++c) {
-        BRAID_RETURN_IF_ERROR(pushReduce(c));
-        if (c > 0) BRAID_RETURN_IF_ERROR(pushGather(c - 1));
-      }
-      if (k > 0) BRAID_RETURN_IF_ERROR(pushGather(k - 1));
-    } else {
-      for (uint32_t c = 0; c < k; ++c) BRAID_RETURN_IF_ERROR(plan_.reduces ? pushReduce(c) : pushGather(c));
-    }
-    return wait(&words_->done[q_], 1);  // the peer's kernel cleared its words and is over
+  Status run(const std::vector<CeOp>& ops) {
+    for (const CeOp& op : ops) BRAID_RETURN_IF_ERROR(queue(op));
+    return Status::ok();
   }
 
  private:
-  Status wait(uint32_t* word, uint32_t target) {
-    return driverCheck("cuStreamWaitValue32 (a copy-engine call)",
-                       memOps().wait(st_, reinterpret_cast<CUdeviceptr>(word), target, CU_STREAM_WAIT_VALUE_GEQ));
-  }
-  Status raise(uint32_t* word, uint32_t value) {
-    return driverCheck("cuStreamWriteValue32 (a copy-engine call)",
-                       memOps().write(st_, reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WRITE_VALUE_DEFAULT));
-  }
-  char* peerSlot(bool gather, uint32_t c) const {
-    return l_.regions[q_] + device::ceSlotOffset(gather, device::ceSlotOwner(l_.rank, q_, l_.nranks),
-                                                 static_cast<int>(c % device::kCeDepth), l_.nranks, l_.slotBytes);
-  }
-  Status copy(char* dst, const char* src, size_t elems) {
-    if (elems == 0) return Status::ok();
+  Status queue(const CeOp& op) {
+    const auto word = reinterpret_cast<CUdeviceptr>(ceWordIn(words_, op.word, op.peer));
+    switch (op.kind) {
+      case CeOp::Kind::kWait:
+        return driverCheck("cuStreamWaitValue32 (a copy-engine call)",
+                           memOps().wait(st_, word, op.value, CU_STREAM_WAIT_VALUE_GEQ));
+      case CeOp::Kind::kRaise:
+        return driverCheck("cuStreamWriteValue32 (a copy-engine call)",
+                           memOps().write(st_, word, op.value, CU_STREAM_WRITE_VALUE_DEFAULT));
+      case CeOp::Kind::kCopy: break;
+    }
+    if (op.elems == 0) return Status::ok();
+    char* dst = l_.regions[op.peer] + device::ceSlotOffset(op.gather, device::ceSlotOwner(l_.rank, op.peer, l_.nranks),
+                                                           static_cast<int>(op.chunk % device::kCeDepth), l_.nranks,
+                                                           l_.slotBytes);
+    const char* src = static_cast<const char*>(op.fromOutput ? call_.recvbuff : call_.sendbuff) + op.srcElem * es_;
     return cudaCheck("cudaMemcpyAsync (a copy-engine chunk)",
-                     cudaMemcpyAsync(dst, src, elems * es_, cudaMemcpyDeviceToDevice, st_));
-  }
-  // Chunk c of peer q's shard of this rank's input, into q's RS slot once the slot is free.
-  Status pushReduce(uint32_t c) {
-    if (c >= device::kCeDepth) BRAID_RETURN_IF_ERROR(wait(&words_->freed[q_], c + 1 - device::kCeDepth));
-    const algo::Range chunk = device::ceChunk(plan_, q_, l_.nranks, c);
-    BRAID_RETURN_IF_ERROR(
-        copy(peerSlot(false, c), static_cast<const char*>(call_.sendbuff) + chunk.begin * es_, chunk.size()));
-    return raise(&words_->sent[q_], c + 1);
-  }
-  // Chunk c of this rank's result (all-reduce: once reduced) or input (all-gather), into q's AG slot.
-  Status pushGather(uint32_t c) {
-    const int me = l_.rank;
-    const bool allReduce = plan_.reduces;
-    if (allReduce) BRAID_RETURN_IF_ERROR(wait(&words_->reduced, c + 1));
-    if (c >= device::kCeDepth) BRAID_RETURN_IF_ERROR(wait(&words_->gfreed[q_], c + 1 - device::kCeDepth));
-    const algo::Range chunk = device::ceChunk(plan_, me, l_.nranks, c);
-    const char* src = allReduce ? static_cast<const char*>(call_.recvbuff) + chunk.begin * es_
-                                : static_cast<const char*>(call_.sendbuff) + (chunk.begin - plan_.count * me) * es_;
-    BRAID_RETURN_IF_ERROR(copy(peerSlot(true, c), src, chunk.size()));
-    return raise(&words_->gsent[q_], c + 1);
+                     cudaMemcpyAsync(dst, src, op.elems * es_, cudaMemcpyDeviceToDevice, st_));
   }
 
   const CeLayout& l_;
   const CudaCall& call_;
-  const device::CePlan& plan_;
-  const int q_;
   cudaStream_t st_;
   const size_t es_;
   device::CeWords* words_ = nullptr;
@@ -260,7 +233,7 @@ Status CudaEngine::launchCopyEngine(const CudaCall& call) {
     if (int e = device::launchCeKernel(call.nChannels, k, stream); e != 0) return e;
     for (int q = 0; q < n; ++q) {
       if (q == me) continue;
-      Status pushed = PeerProgram(layout, call, k.plan, q, s.ceStreams[q]).run();
+      Status pushed = PeerProgram(layout, call, s.ceStreams[q]).run(cePeerProgram(k.plan, me, q, n));
       if (!pushed.isOk()) {
         BRAID_WARN(log::Subsys::kColl, "rank ", me, ": ", pushed.message());
         return cudaErrorUnknown;

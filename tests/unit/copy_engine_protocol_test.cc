@@ -1,0 +1,353 @@
+// The copy-engine path's protocol on the CPU (device/ce_work.h, exec/ce_program.h): each rank's
+// side streams run the very ops cuda_ce.cc queues (cePeerProgram), its reducer kernel is a model
+// of ce.cuh's schedule on one CTA (the same waits, moves and raises, in its order), and each rank's
+// call ends with the memset of its own words once its kernel and streams are done; the next call
+// of a rank starts only then, while its peers may still be in the previous one. A random scheduler
+// runs one step of any agent that is not blocked, for many seeds: every call of every rank must end
+// (no state where all wait) with the result the reference gives, for all-reduce, reduce-scatter and
+// all-gather, out of place and in place, 2 to 4 ranks, one to many chunks per slot depth. Programs
+// with one kind of wait removed must be caught.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "exec/ce_program.h"
+
+namespace braid::exec {
+namespace {
+
+using device::CePlan;
+using device::CeWords;
+using device::kCeDepth;
+
+// A step of a rank's reducer kernel (the model of ce.cuh on one CTA).
+struct KernelOp {
+  enum class Kind { kWaitPeer, kReduce, kGather, kCopyOwn, kRaisePeer, kRaiseOwn } kind;
+  int peer = 0;  // whose block: kWaitPeer, kRaisePeer; the sender: kGather
+  CeWord word = CeWord::kSent;
+  uint32_t value = 0;
+  uint32_t chunk = 0;
+};
+
+// ce.cuh's CeReducer::run, step by step: reduce chunk c (waiting for every peer's RS push), then
+// gather chunk c - 1 from each peer (each after its AG push); at the end clear the push words it
+// waited on in each peer's block and say done to each.
+std::vector<KernelOp> kernelProgram(const CePlan& p, int me, int n) {
+  std::vector<KernelOp> ops;
+  auto peers = [&](const std::function<void(int)>& f) {
+    for (int d = 1; d < n; ++d) f((me + d) % n);
+  };
+  auto reduce = [&](uint32_t c) {
+    peers([&](int q) { ops.push_back({KernelOp::Kind::kWaitPeer, q, CeWord::kSent, c + 1}); });
+    ops.push_back({KernelOp::Kind::kReduce, 0, CeWord::kSent, 0, c});
+    peers([&](int q) { ops.push_back({KernelOp::Kind::kRaisePeer, q, CeWord::kFreed, c + 1}); });
+    ops.push_back({KernelOp::Kind::kRaiseOwn, me, CeWord::kReduced, c + 1});
+  };
+  auto gatherAll = [&](uint32_t c) {
+    peers([&](int q) {
+      ops.push_back({KernelOp::Kind::kWaitPeer, q, CeWord::kGsent, c + 1});
+      ops.push_back({KernelOp::Kind::kGather, q, CeWord::kSent, 0, c});
+      ops.push_back({KernelOp::Kind::kRaisePeer, q, CeWord::kGfreed, c + 1});
+    });
+  };
+  if (p.reduces && p.gathers) {
+    for (uint32_t c = 0; c < p.chunks; ++c) {
+      reduce(c);
+      if (c > 0) gatherAll(c - 1);
+    }
+    if (p.chunks > 0) gatherAll(p.chunks - 1);
+  } else if (p.reduces) {
+    for (uint32_t c = 0; c < p.chunks; ++c) reduce(c);
+  } else {
+    for (uint32_t c = 0; c < p.chunks; ++c) {
+      ops.push_back({KernelOp::Kind::kCopyOwn, 0, CeWord::kSent, 0, c});
+      gatherAll(c);
+    }
+  }
+  peers([&](int q) {
+    ops.push_back({KernelOp::Kind::kRaisePeer, q, CeWord::kSent, 0});
+    ops.push_back({KernelOp::Kind::kRaisePeer, q, CeWord::kGsent, 0});
+  });
+  peers([&](int q) { ops.push_back({KernelOp::Kind::kRaisePeer, q, CeWord::kDone, 1}); });
+  return ops;
+}
+
+struct Config {
+  algo::Coll coll;
+  int nranks;
+  size_t count;       // the call's count (per rank's block for all-gather and reduce-scatter)
+  size_t chunkElems;  // a slot's elements
+  bool inPlace;
+};
+
+std::string describe(const Config& c) {
+  return std::string(algo::collName(c.coll)) + " " + std::to_string(c.nranks) + " ranks count " +
+         std::to_string(c.count) + " slot " + std::to_string(c.chunkElems) + (c.inPlace ? " in place" : "");
+}
+
+// The world of the model: each rank's words, slots and one buffer holding its input and output
+// (the same elements when in place, as the real call's pointers would be).
+class Model {
+ public:
+  using Programs = std::function<std::vector<CeOp>(const CePlan&, int, int, int)>;
+
+  Model(const Config& c, int calls, Programs programs)
+      : c_(c), n_(c.nranks), calls_(calls), programs_(std::move(programs)), ranks_(c.nranks) {
+    plan_ = device::cePlan(c.coll, c.count, sizeof(int64_t), n_, c.chunkElems * sizeof(int64_t));
+    const size_t total = c.coll == algo::Coll::kAllReduce ? c.count : c.count * n_;
+    inElems_ = c.coll == algo::Coll::kAllGather ? c.count : total;
+    outElems_ = c.coll == algo::Coll::kReduceScatter ? c.count : total;
+    for (int r = 0; r < n_; ++r) {
+      Rank& k = ranks_[r];
+      k.slots.assign(2 * (n_ - 1) * kCeDepth, std::vector<int64_t>(c.chunkElems, -1));
+      if (c.inPlace) {
+        k.mem.assign(std::max(inElems_, outElems_), 0);
+        k.inAt = c.coll == algo::Coll::kAllGather ? c.count * r : 0;
+        k.outAt = c.coll == algo::Coll::kReduceScatter ? c.count * r : 0;
+      } else {
+        k.mem.assign(inElems_ + outElems_, 0);
+        k.inAt = 0;
+        k.outAt = inElems_;
+      }
+      startCall(r);
+    }
+  }
+
+  // Runs to the end under `seed`'s schedule: "" or what went wrong.
+  std::string run(uint32_t seed) {
+    std::mt19937 rng(seed);
+    for (long steps = 0; steps < 10'000'000; ++steps) {
+      std::vector<Agent*> runnable;
+      bool allDone = true;
+      for (Rank& k : ranks_) {
+        if (k.call >= calls_) continue;
+        allDone = false;
+        for (Agent& a : k.agents) {
+          if (!a.finished() && !blocked(a)) runnable.push_back(&a);
+        }
+      }
+      if (allDone) return "";
+      if (runnable.empty()) return "no agent can move (a deadlock): " + state();
+      Agent* a = runnable[std::uniform_int_distribution<size_t>(0, runnable.size() - 1)(rng)];
+      if (std::string e = step(*a); !e.empty()) return e;
+      Rank& k = ranks_[a->rank];
+      bool over = true;
+      for (const Agent& b : k.agents) over = over && b.finished();
+      if (over) {
+        if (std::string e = endCall(a->rank); !e.empty()) return e;
+      }
+    }
+    return "no end within the step bound";
+  }
+
+ private:
+  struct Agent {
+    int rank = 0;
+    int peer = -1;  // -1: the kernel
+    std::vector<CeOp> side;
+    std::vector<KernelOp> kernel;
+    size_t pc = 0;
+    bool finished() const { return peer < 0 ? pc >= kernel.size() : pc >= side.size(); }
+  };
+  struct Rank {
+    CeWords words{};
+    std::vector<std::vector<int64_t>> slots;
+    std::vector<int64_t> mem;
+    size_t inAt = 0, outAt = 0;
+    int call = 0;
+    std::vector<Agent> agents;
+  };
+
+  int64_t inputValue(int call, int r, size_t i) const {
+    return static_cast<int64_t>(call + 1) * 1000003 + r * 1009 + static_cast<int64_t>(i);
+  }
+  std::vector<int64_t>& slot(int receiver, bool gather, int from, uint32_t chunk) {
+    const int owner = device::ceSlotOwner(from, receiver, n_);
+    return ranks_[receiver].slots[(gather ? (n_ - 1) * kCeDepth : 0) + owner * kCeDepth + chunk % kCeDepth];
+  }
+  int64_t& in(int r, size_t i) { return ranks_[r].mem[ranks_[r].inAt + i]; }
+  int64_t& out(int r, size_t i) { return ranks_[r].mem[ranks_[r].outAt + i]; }
+
+  void startCall(int r) {
+    Rank& k = ranks_[r];
+    k.agents.clear();
+    if (k.call >= calls_) return;
+    for (size_t i = 0; i < inElems_; ++i) in(r, i) = inputValue(k.call, r, i);
+    Agent kernel;
+    kernel.rank = r;
+    kernel.kernel = kernelProgram(plan_, r, n_);
+    k.agents.push_back(kernel);
+    for (int q = 0; q < n_; ++q) {
+      if (q == r) continue;
+      Agent side;
+      side.rank = r;
+      side.peer = q;
+      side.side = programs_(plan_, r, q, n_);
+      k.agents.push_back(side);
+    }
+  }
+
+  // The call's stream: the memset of the words its streams waited on, the result checked against
+  // the reference, then the next call.
+  std::string endCall(int r) {
+    Rank& k = ranks_[r];
+    std::memset(&k.words, 0, device::kCeClearedBytes);
+    const int call = k.call;
+    for (size_t i = 0; i < outElems_; ++i) {
+      int64_t want = 0;
+      if (c_.coll == algo::Coll::kAllGather) {
+        want = inputValue(call, static_cast<int>(i / c_.count), i % c_.count);
+      } else {
+        const size_t at = c_.coll == algo::Coll::kReduceScatter ? c_.count * r + i : i;
+        for (int q = 0; q < n_; ++q) want += inputValue(call, q, at);
+      }
+      if (out(r, i) != want) {
+        return "call " + std::to_string(call) + " rank " + std::to_string(r) + " element " + std::to_string(i) + ": " +
+               std::to_string(out(r, i)) + ", the reference " + std::to_string(want);
+      }
+    }
+    ++k.call;
+    startCall(r);
+    return "";
+  }
+
+  bool blocked(const Agent& a) {
+    if (a.peer >= 0) {
+      const CeOp& op = a.side[a.pc];
+      return op.kind == CeOp::Kind::kWait && *ceWordIn(&ranks_[a.rank].words, op.word, op.peer) < op.value;
+    }
+    const KernelOp& op = a.kernel[a.pc];
+    // A rank's word for this rank (`me`) in peer q's block.
+    return op.kind == KernelOp::Kind::kWaitPeer && *ceWordIn(&ranks_[op.peer].words, op.word, a.rank) < op.value;
+  }
+
+  std::string step(Agent& a) {
+    const int me = a.rank;
+    if (a.peer >= 0) {
+      const CeOp& op = a.side[a.pc++];
+      if (op.kind == CeOp::Kind::kRaise) *ceWordIn(&ranks_[me].words, op.word, op.peer) = op.value;
+      if (op.kind == CeOp::Kind::kCopy) {
+        if (op.elems > c_.chunkElems) return "a copy larger than its slot";
+        std::vector<int64_t>& dst = slot(op.peer, op.gather, me, op.chunk);
+        for (size_t i = 0; i < op.elems; ++i) dst[i] = op.fromOutput ? out(me, op.srcElem + i) : in(me, op.srcElem + i);
+      }
+      return "";
+    }
+    const KernelOp& op = a.kernel[a.pc++];
+    switch (op.kind) {
+      case KernelOp::Kind::kWaitPeer: break;
+      case KernelOp::Kind::kRaisePeer: *ceWordIn(&ranks_[op.peer].words, op.word, me) = op.value; break;
+      case KernelOp::Kind::kRaiseOwn: *ceWordIn(&ranks_[me].words, op.word, 0) = op.value; break;
+      case KernelOp::Kind::kReduce: {
+        const algo::Range chunk = device::ceChunk(plan_, me, n_, op.chunk);
+        const size_t shift = c_.coll == algo::Coll::kAllReduce ? 0 : c_.count * me;
+        for (size_t i = 0; i < chunk.size(); ++i) {
+          int64_t sum = in(me, chunk.begin + i);
+          for (int q = 0; q < n_; ++q) {
+            if (q != me) sum += slot(me, false, q, op.chunk)[i];
+          }
+          out(me, chunk.begin - shift + i) = sum;
+        }
+        break;
+      }
+      case KernelOp::Kind::kGather: {
+        const algo::Range chunk = device::ceChunk(plan_, op.peer, n_, op.chunk);
+        for (size_t i = 0; i < chunk.size(); ++i) out(me, chunk.begin + i) = slot(me, true, op.peer, op.chunk)[i];
+        break;
+      }
+      case KernelOp::Kind::kCopyOwn: {
+        const algo::Range chunk = device::ceChunk(plan_, me, n_, op.chunk);
+        const size_t shift = c_.count * me;
+        for (size_t i = 0; i < chunk.size(); ++i) out(me, chunk.begin + i) = in(me, chunk.begin - shift + i);
+        break;
+      }
+    }
+    return "";
+  }
+
+  std::string state() {
+    std::string s;
+    for (const Rank& k : ranks_) {
+      for (const Agent& a : k.agents) {
+        s += "[rank " + std::to_string(a.rank) + (a.peer < 0 ? " kernel" : " stream to " + std::to_string(a.peer)) +
+             " call " + std::to_string(k.call) + " op " + std::to_string(a.pc) + "] ";
+      }
+    }
+    return s;
+  }
+
+  Config c_;
+  int n_, calls_;
+  Programs programs_;
+  CePlan plan_;
+  size_t inElems_ = 0, outElems_ = 0;
+  std::vector<Rank> ranks_;
+};
+
+std::vector<Config> configs() {
+  std::vector<Config> all;
+  for (algo::Coll coll : {algo::Coll::kAllReduce, algo::Coll::kReduceScatter, algo::Coll::kAllGather}) {
+    for (int n : {2, 3, 4}) {
+      for (bool inPlace : {false, true}) {
+        // One chunk; a few (fewer than the slots); many (each slot reused), with a short last one.
+        for (size_t count : {size_t{5}, size_t{23}, size_t{97}}) all.push_back({coll, n, count, 3, inPlace});
+      }
+    }
+  }
+  return all;
+}
+
+TEST(CopyEngineProtocol, EveryInterleavingDrawnEndsWithTheReference) {
+  for (const Config& c : configs()) {
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+      Model m(c, 3, cePeerProgram);
+      ASSERT_EQ(m.run(seed), "") << describe(c) << ", seed " << seed;
+    }
+  }
+}
+
+TEST(CopyEngineProtocol, ThePlansUseEverySlotMoreThanOnce) {
+  // (so that the test above reuses slots: chunks > kCeDepth for the largest count)
+  const CePlan p = device::cePlan(algo::Coll::kAllReduce, 97, sizeof(int64_t), 2, 3 * sizeof(int64_t));
+  EXPECT_GT(p.chunks, static_cast<uint32_t>(2 * kCeDepth));
+}
+
+// The model catches a broken protocol: side streams without one kind of wait go wrong under some
+// schedule (a slot refilled before its chunk was consumed, a word cleared before it was read, a
+// result pushed before it was reduced) for the collective that needs it. (All-reduce's slot
+// waits are implied by its others: its gather push waits for the receiver to have gathered an
+// earlier chunk, which its kernel does only after reducing the one that slot held. The model finds
+// no schedule without them that fails, nor without `done` there.)
+TEST(CopyEngineProtocol, EachWaitIsNeededByACollective) {
+  struct Needed {
+    CeWord word;
+    algo::Coll coll;
+  };
+  for (const Needed& need :
+       {Needed{CeWord::kFreed, algo::Coll::kReduceScatter}, Needed{CeWord::kGfreed, algo::Coll::kAllGather},
+        Needed{CeWord::kReduced, algo::Coll::kAllReduce}, Needed{CeWord::kDone, algo::Coll::kReduceScatter},
+        Needed{CeWord::kDone, algo::Coll::kAllGather}}) {
+    auto without = [&](const CePlan& p, int me, int q, int n) {
+      std::vector<CeOp> ops;
+      for (const CeOp& op : cePeerProgram(p, me, q, n)) {
+        if (!(op.kind == CeOp::Kind::kWait && op.word == need.word)) ops.push_back(op);
+      }
+      return ops;
+    };
+    int caught = 0;
+    for (uint32_t seed = 1; seed <= 50 && caught == 0; ++seed) {
+      Model m(Config{need.coll, 3, 97, 3, false}, 3, without);
+      if (!m.run(seed).empty()) ++caught;
+    }
+    EXPECT_GT(caught, 0) << algo::collName(need.coll) << " without waits on word " << static_cast<int>(need.word);
+  }
+}
+
+}  // namespace
+}  // namespace braid::exec
