@@ -231,7 +231,25 @@ Status Comm::connectGpu() {
   // whether they all do is known once connected (CudaEngine::copyEngineCtas).
   const std::string ce = param::getString(param::Id::kCe);
   if (ce != "0" && ce != "1" && ce != "auto") return invalidArgument("BRAID_CE='" + ce + "': must be 0, 1 or auto");
-  if (ce != "0" && o.oneShotBytes > 0) {
+  // None where two ranks of one process share a GPU: a side stream waiting for a word holds its
+  // hardware queue, and the driver deals a context's queues to its streams in turn, so the other
+  // rank's kernel may queue behind a wait for that very kernel, a hang (docs/gpu.md). Every rank
+  // sees the same identities and decides alike, as the arena layout requires.
+  int sharedA = -1, sharedB = -1;
+  for (int a = 0; a < nranks_ && sharedA < 0; ++a) {
+    for (int b = a + 1; b < nranks_ && sharedA < 0; ++b) {
+      if (ids[a].pid == ids[b].pid && ids[a].host == ids[b].host && ids[a].device == ids[b].device) {
+        sharedA = a;
+        sharedB = b;
+      }
+    }
+  }
+  if (ce != "0" && o.oneShotBytes > 0 && sharedA >= 0) {
+    if (rank_ == 0)
+      BRAID_INFO(log::Subsys::kInit, "no copy-engine path: ranks ", sharedA, " and ", sharedB,
+                 " share a process and CUDA device ", ids[sharedA].device,
+                 " (their streams' waits could block each other's hardware queues); run them as processes");
+  } else if (ce != "0" && o.oneShotBytes > 0) {
     o.ceSlotBytes =
         exec::ceSlotLimit(nranks_, static_cast<size_t>(std::max<int64_t>(0, param::getInt(param::Id::kCeSlotBytes))));
   }

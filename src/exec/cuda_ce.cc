@@ -120,19 +120,10 @@ Status CudaEngine::openCopyEngines() {
                ": the CUDA driver offers no stream memory operations (cuStreamWaitValue32): no copy-engine path");
     return Status::ok();
   }
-  // A side stream waiting for a word holds its hardware queue (CUDA_DEVICE_MAX_CONNECTIONS), and
-  // the driver deals queues to a context's streams in turn, whoever makes them. Another rank of
-  // this process on this GPU may find its kernel queued behind such a wait that needs that very
-  // kernel: a hang (seen with four thread ranks on one GPU). Ranks that share a GPU run as
-  // processes (contexts of their own) or do without the path. A stream of this rank's own queued
-  // behind a wait only waits longer; the rank needs its side streams, its call stream, its set-up
-  // stream and the legacy stream on queues of their own for the copies to overlap.
-  if (s.ranksOnGpu > 1) {
-    BRAID_INFO(log::Subsys::kInit, "rank ", me, ": no copy-engine path: ", s.ranksOnGpu,
-               " ranks of this process share CUDA device ", s.o.device,
-               " (their streams' waits could block each other's hardware queues); run them as processes");
-    return Status::ok();
-  }
+  // (Ranks of one process that share a GPU reserved no slots: Comm's init says why.) A side stream
+  // waiting for a word holds its hardware queue, and a stream of this rank's own queued behind it
+  // only waits longer; but for the copies to overlap, the rank's side streams, call stream, set-up
+  // stream and the legacy stream need queues of their own.
   const int queues = n + 2;
   if (cudaHardwareQueues() < queues) {
     BRAID_WARN(log::Subsys::kInit, "rank ", me, ": no copy-engine path: its streams need ", queues,

@@ -336,7 +336,6 @@ Status CudaEngine::connect(const std::vector<transport::PeerIdentity>& ids,
     ++sharing;
     if (first < 0) first = q;
   }
-  s.ranksOnGpu = sharing;
   if (sharing > 1 && me == first && cudaHardwareQueues() < 2 * sharing + 1) {
     BRAID_WARN(log::Subsys::kInit, sharing, " ranks of this process share CUDA device ", s.o.device,
                " but CUDA_DEVICE_MAX_CONNECTIONS=", cudaHardwareQueues(), " gives their streams fewer than ",

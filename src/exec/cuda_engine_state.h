@@ -81,7 +81,6 @@ struct CudaEngine::State {
   bool direct = false;
   bool windowsAcrossProcesses = false;
   std::vector<transport::PeerIdentity> identities;  // every rank's, from connect
-  int ranksOnGpu = 1;                               // ranks of this process on this rank's GPU
   // The copy-engine path (cuda_ce.cc): the reducer's most CTAs (0: not offered), every rank's
   // region as mapped here, a side stream and a join event per peer, the fork event.
   int ceCtas = 0;

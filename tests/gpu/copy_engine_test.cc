@@ -5,9 +5,10 @@
 // choices beside them); eager, in CUDA graphs replayed with new inputs, between FIFO calls of one
 // group, and on a CTA budget of one. Ranks of one process that share a GPU get no copy-engine path
 // (their streams' waits could block each other's hardware queues), so on one GPU these run as
-// processes: ctest's gpu_copy_engine_processes (2 and 4 processes), gpu_copy_engine_small_slots
-// (64 KiB slots, each reused many times within a call) and gpu_copy_engine_forced (BRAID_CE=1, no
-// algorithm list). A world whose local ranks share a GPU skips.
+// processes: ctest's gpu_copy_engine_processes, _three_processes and _four_processes,
+// gpu_copy_engine_small_slots (64 KiB slots, each reused many times within a call) and
+// gpu_copy_engine_forced (BRAID_CE=1, no algorithm list); gpu_copy_engine_threads runs them in one
+// process, which needs a GPU per rank. A world in which the path is not offered skips, saying why.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -42,8 +43,8 @@ class Plain : public RankBuffers {
 };
 
 // Why a world gets no copy-engine path ("" when it does): BRAID_CE unset or 0 (the default; ctest
-// sets auto or 1), or two ranks of one process on one GPU (anywhere in the world, so that every
-// process skips alike).
+// sets auto or 1), two ranks of one process on one GPU, or two GPUs without peer access (anywhere
+// in the world, so that every process skips alike).
 std::string noCopyEngine(const World& w) {
   const char* ce = std::getenv("BRAID_CE");
   if (ce == nullptr || std::string(ce) == "0" || std::string(ce).empty())
@@ -53,6 +54,12 @@ std::string noCopyEngine(const World& w) {
       if (w.process[r] == w.process[q] && w.devices[r] == w.devices[q])
         return "ranks " + std::to_string(r) + " and " + std::to_string(q) +
                " share a process and a GPU: no copy-engine path (ctest runs these as processes)";
+      int access = 1;
+      if (w.devices[r] != w.devices[q] && (cudaDeviceCanAccessPeer(&access, w.devices[r], w.devices[q]) != cudaSuccess))
+        access = 0;
+      if (access == 0)
+        return "GPUs " + std::to_string(w.devices[r]) + " and " + std::to_string(w.devices[q]) +
+               " do not reach each other's memory: host memory, no copy-engine path";
     }
   }
   return "";

@@ -1,15 +1,16 @@
 // The copy-engine path's protocol on the CPU (device/ce_work.h, exec/ce_program.h): each rank's
-// side streams run the very ops cuda_ce.cc queues (cePeerProgram), its reducer kernel is a model
-// of ce.cuh's schedule on one CTA (the same waits, moves and raises, in its order), and each rank's
-// call ends with the memset of its own words once its kernel and streams are done; the next call
-// of a rank starts only then, while its peers may still be in the previous one. A random scheduler
-// runs one step of any agent that is not blocked, for many seeds: every call of every rank must end
-// (no state where all wait) with the result the reference gives, for all-reduce, reduce-scatter and
-// all-gather, out of place and in place, 2 to 4 ranks, one to many chunks per slot depth. Programs
-// with one kind of wait removed must be caught.
+// side streams run the very ops cuda_ce.cc queues (cePeerProgram), its reducer kernel is a model of
+// ce.cuh's schedule on one CTA (the same waits, moves and raises, in its order), and each rank's
+// call ends with the memset of its own words once its kernel and streams are done; the next call of
+// a rank starts only then, while its peers may still be in the previous one. A random scheduler
+// (agents of random speeds) runs one step of an agent that is not blocked, for many seeds: every
+// call of every rank must end (no state where all wait) with the result the reference gives, for
+// all-reduce, reduce-scatter and all-gather, out of place and in place, 2 to 4 ranks, one to many
+// chunks per slot depth (and empty shards). Programs with one kind of wait removed must be caught.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -97,8 +98,8 @@ class Model {
  public:
   using Programs = std::function<std::vector<CeOp>(const CePlan&, int, int, int)>;
 
-  Model(const Config& c, int calls, Programs programs)
-      : c_(c), n_(c.nranks), calls_(calls), programs_(std::move(programs)), ranks_(c.nranks) {
+  Model(const Config& c, int calls, Programs programs, uint32_t seed)
+      : c_(c), n_(c.nranks), calls_(calls), programs_(std::move(programs)), rng_(seed), ranks_(c.nranks) {
     plan_ = device::cePlan(c.coll, c.count, sizeof(int64_t), n_, c.chunkElems * sizeof(int64_t));
     const size_t total = c.coll == algo::Coll::kAllReduce ? c.count : c.count * n_;
     inElems_ = c.coll == algo::Coll::kAllGather ? c.count : total;
@@ -119,22 +120,28 @@ class Model {
     }
   }
 
-  // Runs to the end under `seed`'s schedule: "" or what went wrong.
-  std::string run(uint32_t seed) {
-    std::mt19937 rng(seed);
+  // Runs to the end under `seed`'s schedule: "" or what went wrong. Each agent (a kernel or a side
+  // stream, of one call) draws a speed between 1 and 2^-12 when its call starts, and the next step
+  // goes to a runnable agent with odds in proportion: some agent is often far behind the others,
+  // the schedules a uniform draw almost never makes (a rank through a whole call while one peer's
+  // stream sits still).
+  std::string run() {
     for (long steps = 0; steps < 10'000'000; ++steps) {
       std::vector<Agent*> runnable;
+      std::vector<double> odds;
       bool allDone = true;
       for (Rank& k : ranks_) {
         if (k.call >= calls_) continue;
         allDone = false;
         for (Agent& a : k.agents) {
-          if (!a.finished() && !blocked(a)) runnable.push_back(&a);
+          if (a.finished() || blocked(a)) continue;
+          runnable.push_back(&a);
+          odds.push_back(a.speed);
         }
       }
       if (allDone) return "";
       if (runnable.empty()) return "no agent can move (a deadlock): " + state();
-      Agent* a = runnable[std::uniform_int_distribution<size_t>(0, runnable.size() - 1)(rng)];
+      Agent* a = runnable[std::discrete_distribution<size_t>(odds.begin(), odds.end())(rng_)];
       if (std::string e = step(*a); !e.empty()) return e;
       Rank& k = ranks_[a->rank];
       bool over = true;
@@ -153,6 +160,7 @@ class Model {
     std::vector<CeOp> side;
     std::vector<KernelOp> kernel;
     size_t pc = 0;
+    double speed = 1;
     bool finished() const { return peer < 0 ? pc >= kernel.size() : pc >= side.size(); }
   };
   struct Rank {
@@ -179,8 +187,10 @@ class Model {
     k.agents.clear();
     if (k.call >= calls_) return;
     for (size_t i = 0; i < inElems_; ++i) in(r, i) = inputValue(k.call, r, i);
+    std::uniform_real_distribution<double> exponent(0, 12);
     Agent kernel;
     kernel.rank = r;
+    kernel.speed = std::exp2(-exponent(rng_));
     kernel.kernel = kernelProgram(plan_, r, n_);
     k.agents.push_back(kernel);
     for (int q = 0; q < n_; ++q) {
@@ -188,6 +198,7 @@ class Model {
       Agent side;
       side.rank = r;
       side.peer = q;
+      side.speed = std::exp2(-exponent(rng_));
       side.side = programs_(plan_, r, q, n_);
       k.agents.push_back(side);
     }
@@ -285,6 +296,7 @@ class Model {
   Config c_;
   int n_, calls_;
   Programs programs_;
+  std::mt19937 rng_;
   CePlan plan_;
   size_t inElems_ = 0, outElems_ = 0;
   std::vector<Rank> ranks_;
@@ -295,8 +307,9 @@ std::vector<Config> configs() {
   for (algo::Coll coll : {algo::Coll::kAllReduce, algo::Coll::kReduceScatter, algo::Coll::kAllGather}) {
     for (int n : {2, 3, 4}) {
       for (bool inPlace : {false, true}) {
-        // One chunk; a few (fewer than the slots); many (each slot reused), with a short last one.
-        for (size_t count : {size_t{5}, size_t{23}, size_t{97}}) all.push_back({coll, n, count, 3, inPlace});
+        // Shards empty (all-reduce of 1 element); one chunk; a few (fewer than the slots); many (each
+        // slot reused), with a short last one.
+        for (size_t count : {size_t{1}, size_t{5}, size_t{23}, size_t{97}}) all.push_back({coll, n, count, 3, inPlace});
       }
     }
   }
@@ -306,8 +319,8 @@ std::vector<Config> configs() {
 TEST(CopyEngineProtocol, EveryInterleavingDrawnEndsWithTheReference) {
   for (const Config& c : configs()) {
     for (uint32_t seed = 1; seed <= 40; ++seed) {
-      Model m(c, 3, cePeerProgram);
-      ASSERT_EQ(m.run(seed), "") << describe(c) << ", seed " << seed;
+      Model m(c, 3, cePeerProgram, seed);
+      ASSERT_EQ(m.run(), "") << describe(c) << ", seed " << seed;
     }
   }
 }
@@ -319,11 +332,11 @@ TEST(CopyEngineProtocol, ThePlansUseEverySlotMoreThanOnce) {
 }
 
 // The model catches a broken protocol: side streams without one kind of wait go wrong under some
-// schedule (a slot refilled before its chunk was consumed, a word cleared before it was read, a
-// result pushed before it was reduced) for the collective that needs it. (All-reduce's slot
-// waits are implied by its others: its gather push waits for the receiver to have gathered an
-// earlier chunk, which its kernel does only after reducing the one that slot held. The model finds
-// no schedule without them that fails, nor without `done` there.)
+// schedule (a slot refilled before its chunk was consumed, a word cleared after a peer's next call
+// raised it, a result pushed before it was reduced) for each collective that needs it, with one
+// chunk or many. (All-reduce's slot waits are implied by its others: its gather push waits for the
+// receiver to have gathered an earlier chunk, which that kernel does only after reducing the chunk
+// the slot held. The model finds no schedule without them that fails.)
 TEST(CopyEngineProtocol, EachWaitIsNeededByACollective) {
   struct Needed {
     CeWord word;
@@ -341,9 +354,11 @@ TEST(CopyEngineProtocol, EachWaitIsNeededByACollective) {
       return ops;
     };
     int caught = 0;
-    for (uint32_t seed = 1; seed <= 50 && caught == 0; ++seed) {
-      Model m(Config{need.coll, 3, 97, 3, false}, 3, without);
-      if (!m.run(seed).empty()) ++caught;
+    for (size_t count : {size_t{5}, size_t{97}}) {
+      for (uint32_t seed = 1; seed <= 50 && caught == 0; ++seed) {
+        Model m(Config{need.coll, 3, count, 3, false}, 3, without, seed);
+        if (!m.run().empty()) ++caught;
+      }
     }
     EXPECT_GT(caught, 0) << algo::collName(need.coll) << " without waits on word " << static_cast<int>(need.word);
   }
