@@ -8,7 +8,8 @@
 // that is not blocked, for many seeds: every call of every rank must end (no state where all wait,
 // no counter past its round) with the result the reference gives, for all-reduce, reduce-scatter
 // and all-gather, out of place and in place, 2 to 4 ranks, one to many chunks per slot depth (and
-// empty shards). Programs with one kind of wait removed must be caught.
+// empty shards), and calls of the three collectives mixed. Programs with one kind of wait removed
+// must be caught.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,7 +123,7 @@ struct Config {
 };
 
 std::string describe(const Config& c) {
-  return std::string(algo::collName(c.coll)) + " " + std::to_string(c.nranks) + " ranks count " +
+  return std::string(algo::collName(c.coll)) + ", " + std::to_string(c.nranks) + " ranks count " +
          std::to_string(c.count) + " slot " + std::to_string(c.chunkElems) + (c.inPlace ? " in place" : "") + " " +
          std::to_string(c.ctas) + " CTAs";
 }
@@ -133,27 +134,25 @@ class Model {
  public:
   using Programs = std::function<std::vector<CeOp>(const CePlan&, int, int, int)>;
 
-  Model(const Config& c, int calls, Programs programs, uint32_t seed)
-      : c_(c), n_(c.nranks), calls_(calls), programs_(std::move(programs)), rng_(seed), ranks_(c.nranks) {
-    plan_ = device::cePlan(c.coll, c.count, sizeof(int64_t), n_, c.chunkElems * sizeof(int64_t));
-    const size_t total = c.coll == algo::Coll::kAllReduce ? c.count : c.count * n_;
-    inElems_ = c.coll == algo::Coll::kAllGather ? c.count : total;
-    outElems_ = c.coll == algo::Coll::kReduceScatter ? c.count : total;
+  // `sequence`: the collectives of the calls, in order (the same on every rank); Config::coll is
+  // ignored.
+  Model(const Config& c, std::vector<algo::Coll> sequence, Programs programs, uint32_t seed)
+      : c_(c),
+        n_(c.nranks),
+        sequence_(std::move(sequence)),
+        calls_(static_cast<int>(sequence_.size())),
+        programs_(std::move(programs)),
+        rng_(seed),
+        ranks_(c.nranks) {
     for (int r = 0; r < n_; ++r) {
       Rank& k = ranks_[r];
       k.slots.assign(2 * (n_ - 1) * kCeDepth, std::vector<int64_t>(c.chunkElems, -1));
-      if (c.inPlace) {
-        k.mem.assign(std::max(inElems_, outElems_), 0);
-        k.inAt = c.coll == algo::Coll::kAllGather ? c.count * r : 0;
-        k.outAt = c.coll == algo::Coll::kReduceScatter ? c.count * r : 0;
-      } else {
-        k.mem.assign(inElems_ + outElems_, 0);
-        k.inAt = 0;
-        k.outAt = inElems_;
-      }
+      k.mem.assign(2 * c.count * n_, 0);
       startCall(r);
     }
   }
+  Model(const Config& c, int calls, Programs programs, uint32_t seed)
+      : Model(c, std::vector<algo::Coll>(calls, c.coll), std::move(programs), seed) {}
 
   // Runs to the end under `seed`'s schedule: "" or what went wrong. Each agent (a kernel or a side
   // stream, of one call) draws a speed between 1 and 2^-12 when its call starts, and the next step
@@ -213,7 +212,10 @@ class Model {
     CeWords words{};
     std::vector<std::vector<int64_t>> slots;
     std::vector<int64_t> mem;
-    size_t inAt = 0, outAt = 0;
+    // The current call's collective, plan and buffers.
+    algo::Coll coll = algo::Coll::kAllReduce;
+    CePlan plan;
+    size_t inElems = 0, outElems = 0, inAt = 0, outAt = 0;
     int call = 0;
     std::vector<Agent> agents;
   };
@@ -232,9 +234,17 @@ class Model {
     Rank& k = ranks_[r];
     k.agents.clear();
     if (k.call >= calls_) return;
-    for (size_t i = 0; i < inElems_; ++i) in(r, i) = inputValue(k.call, r, i);
+    const size_t count = c_.count;
+    k.coll = sequence_[k.call];
+    k.plan = device::cePlan(k.coll, count, sizeof(int64_t), n_, c_.chunkElems * sizeof(int64_t));
+    const size_t total = k.coll == algo::Coll::kAllReduce ? count : count * n_;
+    k.inElems = k.coll == algo::Coll::kAllGather ? count : total;
+    k.outElems = k.coll == algo::Coll::kReduceScatter ? count : total;
+    k.inAt = c_.inPlace && k.coll == algo::Coll::kAllGather ? count * r : 0;
+    k.outAt = !c_.inPlace ? k.inElems : k.coll == algo::Coll::kReduceScatter ? count * r : 0;
+    for (size_t i = 0; i < k.inElems; ++i) in(r, i) = inputValue(k.call, r, i);
     std::uniform_real_distribution<double> exponent(0, 12);
-    const std::vector<KernelOp> program = kernelProgram(plan_, r, n_);
+    const std::vector<KernelOp> program = kernelProgram(k.plan, r, n_);
     for (int cta = 0; cta < c_.ctas; ++cta) {
       Agent kernel;
       kernel.rank = r;
@@ -249,7 +259,7 @@ class Model {
       side.rank = r;
       side.peer = q;
       side.speed = std::exp2(-exponent(rng_));
-      side.side = programs_(plan_, r, q, n_);
+      side.side = programs_(k.plan, r, q, n_);
       k.agents.push_back(side);
     }
   }
@@ -260,17 +270,18 @@ class Model {
     Rank& k = ranks_[r];
     std::memset(&k.words, 0, device::kCeClearedBytes);
     const int call = k.call;
-    for (size_t i = 0; i < outElems_; ++i) {
+    for (size_t i = 0; i < k.outElems; ++i) {
       int64_t want = 0;
-      if (c_.coll == algo::Coll::kAllGather) {
+      if (k.coll == algo::Coll::kAllGather) {
         want = inputValue(call, static_cast<int>(i / c_.count), i % c_.count);
       } else {
-        const size_t at = c_.coll == algo::Coll::kReduceScatter ? c_.count * r + i : i;
+        const size_t at = k.coll == algo::Coll::kReduceScatter ? c_.count * r + i : i;
         for (int q = 0; q < n_; ++q) want += inputValue(call, q, at);
       }
       if (out(r, i) != want) {
-        return "call " + std::to_string(call) + " rank " + std::to_string(r) + " element " + std::to_string(i) + ": " +
-               std::to_string(out(r, i)) + ", the reference " + std::to_string(want);
+        return std::string(algo::collName(k.coll)) + " call " + std::to_string(call) + " rank " + std::to_string(r) +
+               " element " + std::to_string(i) + ": " + std::to_string(out(r, i)) + ", the reference " +
+               std::to_string(want);
       }
     }
     ++k.call;
@@ -325,8 +336,8 @@ class Model {
       case KernelOp::Kind::kRaisePeer: *ceWordIn(&ranks_[op.peer].words, op.word, me) = op.value; break;
       case KernelOp::Kind::kRaiseOwn: *ceWordIn(&ranks_[me].words, op.word, 0) = op.value; break;
       case KernelOp::Kind::kReduce: {
-        const algo::Range chunk = device::ceChunk(plan_, me, n_, op.chunk);
-        const size_t shift = c_.coll == algo::Coll::kAllReduce ? 0 : c_.count * me;
+        const algo::Range chunk = device::ceChunk(ranks_[me].plan, me, n_, op.chunk);
+        const size_t shift = ranks_[me].coll == algo::Coll::kAllReduce ? 0 : c_.count * me;
         const algo::Range mine = part(chunk.size());
         for (size_t i = mine.begin; i < mine.end; ++i) {
           int64_t sum = in(me, chunk.begin + i);
@@ -338,13 +349,13 @@ class Model {
         break;
       }
       case KernelOp::Kind::kGather: {
-        const algo::Range chunk = device::ceChunk(plan_, op.peer, n_, op.chunk);
+        const algo::Range chunk = device::ceChunk(ranks_[me].plan, op.peer, n_, op.chunk);
         const algo::Range mine = part(chunk.size());
         for (size_t i = mine.begin; i < mine.end; ++i) out(me, chunk.begin + i) = slot(me, true, op.peer, op.chunk)[i];
         break;
       }
       case KernelOp::Kind::kCopyOwn: {
-        const algo::Range chunk = device::ceChunk(plan_, me, n_, op.chunk);
+        const algo::Range chunk = device::ceChunk(ranks_[me].plan, me, n_, op.chunk);
         const size_t shift = c_.count * me;
         const algo::Range mine = part(chunk.size());
         for (size_t i = mine.begin; i < mine.end; ++i) out(me, chunk.begin + i) = in(me, chunk.begin - shift + i);
@@ -367,11 +378,11 @@ class Model {
   }
 
   Config c_;
-  int n_, calls_;
+  int n_;
+  std::vector<algo::Coll> sequence_;
+  int calls_;
   Programs programs_;
   std::mt19937 rng_;
-  CePlan plan_;
-  size_t inElems_ = 0, outElems_ = 0;
   std::vector<Rank> ranks_;
 };
 
@@ -396,6 +407,28 @@ TEST(CopyEngineProtocol, EveryInterleavingDrawnEndsWithTheReference) {
     for (uint32_t seed = 1; seed <= 30; ++seed) {
       Model m(c, 3, cePeerProgram, seed);
       ASSERT_EQ(m.run(), "") << describe(c) << ", seed " << seed;
+    }
+  }
+}
+
+// Calls of different collectives back to back, as a training step issues them: a rank may start an
+// all-gather while a peer's kernel still finishes its all-reduce, so what one collective leaves in
+// the words (or the counters) must be right for the next.
+TEST(CopyEngineProtocol, MixedCollectivesBackToBack) {
+  using C = algo::Coll;
+  const std::vector<C> sequence = {C::kAllReduce,     C::kAllGather, C::kReduceScatter, C::kAllReduce,
+                                   C::kReduceScatter, C::kAllGather, C::kAllGather,     C::kAllReduce};
+  for (int n : {2, 3, 4}) {
+    for (bool inPlace : {false, true}) {
+      for (size_t count : {size_t{1}, size_t{23}, size_t{97}}) {
+        for (int ctas : {1, 3}) {
+          const Config c{C::kAllReduce, n, count, 3, inPlace, ctas};
+          for (uint32_t seed = 1; seed <= 15; ++seed) {
+            Model m(c, sequence, cePeerProgram, seed);
+            ASSERT_EQ(m.run(), "") << "mixed, " << describe(c) << ", seed " << seed;
+          }
+        }
+      }
     }
   }
 }
