@@ -36,7 +36,8 @@ BRAID_HOST_DEVICE inline bool supports(Coll coll, Algo algo) {
 
 /// Whether the copy-engine path (Algo::kCopyEngine, device/ce_work.h) runs `coll`.
 BRAID_HOST_DEVICE inline bool copyEngineRuns(Coll coll) {
-  return coll == Coll::kAllReduce || coll == Coll::kReduceScatter || coll == Coll::kAllGather;
+  return coll == Coll::kAllReduce || coll == Coll::kReduceScatter || coll == Coll::kAllGather ||
+         coll == Coll::kBroadcast;
 }
 
 BRAID_HOST_DEVICE inline int numLanes(Algo algo) {

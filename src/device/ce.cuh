@@ -7,6 +7,9 @@
 //   reduce-scatter  reduce each chunk
 //   all-gather      for each chunk: copy the own input's chunk into the output (out of place), then
 //                   each peer's chunk out of its AG slot
+//   broadcast       once every peer's streams began the call, the root copies each chunk of its
+//                   input into its output (out of place); every other rank copies each chunk out
+//                   of its AG slot for the root
 // The AG copies trail the reductions by one chunk so that a peer's AG push (which waits for its
 // own reduction of that chunk) is not awaited before this rank has reduced the chunk that peer
 // needed from it. At the end the last CTA clears its counters and the words it waited on in its
@@ -67,6 +70,10 @@ class CeReducer {
       if (p_.chunks > 0) gatherAll(p_.chunks - 1);
     } else if (p_.reduces) {
       for (uint32_t c = 0; c < p_.chunks && ok(); ++c) reduce(c);
+    } else if (p_.coll == static_cast<int>(algo::Coll::kBroadcast)) {
+      // Every peer's streams began this call (exec/ce_program.cc says why).
+      waitPeers([&](CeWords* w) { return &w->sent[me_]; }, -1, 1);
+      for (uint32_t c = 0; c < p_.chunks && ok(); ++c) me_ == p_.root ? copyOwn(c) : gather(p_.root, c);
     } else {
       for (uint32_t c = 0; c < p_.chunks && ok(); ++c) {
         copyOwn(c);
@@ -156,10 +163,11 @@ class CeReducer {
     for (int d = 1; d < n_ && ok(); ++d) gather((me_ + d) % n_, c);
   }
 
-  // All-gather: chunk c of this rank's own block, from its input into the output (not in place).
+  // All-gather (broadcast's root): chunk c of this rank's own block, from its input into the output
+  // (not in place).
   __device__ void copyOwn(uint32_t c) {
     const algo::Range chunk = ceChunk(p_, me_, n_, c);
-    const size_t shift = p_.count * me_;
+    const size_t shift = p_.coll == static_cast<int>(algo::Coll::kAllGather) ? p_.count * me_ : 0;
     if (input(chunk.begin - shift) == output(chunk.begin)) return;
     const algo::Range mine = part(chunk.size());
     if (mine.size() == 0) return;

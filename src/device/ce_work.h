@@ -12,7 +12,10 @@
 //   all-gather half      rank r's copy engine pushes chunk k of its result (all-reduce: its reduced
 //                        shard, once its kernel raised `reduced`; all-gather: its input) into q's
 //                        AG slot for r and raises gsent[q]; q's kernel copies the slot into its
-//                        output and raises gfreed[q] in r's words.
+//                        output and raises gfreed[q] in r's words;
+//   broadcast            an all-gather half with one sender: the root's copy engine pushes each
+//                        chunk of its input into every peer's AG slot for it; the root's kernel
+//                        copies its input into its output (out of place).
 // Each chunk of a shard goes through slot k % depth, so at most `depth` chunks per peer are in
 // flight. Words count chunks from 0 within a call and start every call at 0, so a CUDA graph
 // replays the same values: a kernel clears the words it waited on in its peers' blocks before it
@@ -57,17 +60,19 @@ constexpr size_t kCeClearedBytes = offsetof(CeWords, sent);
 /// Where a call's chunks lie: every rank's shard has `chunks` chunks of `chunkElems` elements (the
 /// last ones of a short shard may be empty).
 struct CePlan {
-  int coll = 0;           // algo::Coll: all-reduce, reduce-scatter or all-gather
+  int coll = 0;           // algo::Coll: all-reduce, reduce-scatter, all-gather or broadcast
   size_t count = 0;       // the call's count (per rank's block for all-gather and reduce-scatter)
   size_t chunkElems = 0;  // a slot's elements
   uint32_t chunks = 0;    // per shard
   bool reduces = false;   // a reduce-scatter half
-  bool gathers = false;   // an all-gather half
+  bool gathers = false;   // an all-gather half (broadcast: the root's pushes)
+  int root = 0;           // broadcast
 };
 
 /// Rank q's shard of the call, in elements of the input's (RS) or output's (AG) layout.
 BRAID_HOST_DEVICE inline algo::Range ceShard(const CePlan& p, int q, int nranks) {
   if (p.coll == static_cast<int>(algo::Coll::kAllReduce)) return algo::channelRange(p.count, q, nranks);
+  if (p.coll == static_cast<int>(algo::Coll::kBroadcast)) return algo::Range{0, q == p.root ? p.count : 0};
   return algo::Range{p.count * static_cast<size_t>(q), p.count * static_cast<size_t>(q + 1)};
 }
 
@@ -81,13 +86,16 @@ BRAID_HOST_DEVICE inline algo::Range ceChunk(const CePlan& p, int q, int nranks,
   return algo::Range{b, e};
 }
 
-/// The plan of `coll` over `count` elements of `elemSize` bytes with slots of `slotBytes`.
-BRAID_HOST_DEVICE inline CePlan cePlan(algo::Coll coll, size_t count, size_t elemSize, int nranks, size_t slotBytes) {
+/// The plan of `coll` over `count` elements of `elemSize` bytes with slots of `slotBytes` (`root`:
+/// broadcast's).
+BRAID_HOST_DEVICE inline CePlan cePlan(algo::Coll coll, size_t count, size_t elemSize, int nranks, size_t slotBytes,
+                                       int root = 0) {
   CePlan p;
   p.coll = static_cast<int>(coll);
   p.count = count;
+  p.root = root;
   p.chunkElems = slotBytes / elemSize > 0 ? slotBytes / elemSize : 1;
-  p.reduces = coll != algo::Coll::kAllGather;
+  p.reduces = coll == algo::Coll::kAllReduce || coll == algo::Coll::kReduceScatter;
   p.gathers = coll != algo::Coll::kReduceScatter;
   size_t most = 0;
   for (int q = 0; q < nranks; ++q) {

@@ -22,7 +22,13 @@ class ProgramBuilder {
 
   std::vector<CeOp> build() {
     const uint32_t k = p_.chunks;
-    if (p_.reduces && p_.gathers) {
+    if (p_.coll == static_cast<int>(algo::Coll::kBroadcast)) {
+      // First "this call has begun here" (sent = 1, no data), which q's kernel waits for: its own
+      // end (and its `done` to this rank) then comes after this rank's memset of the call before,
+      // as the pushes make it in the other collectives; a root's kernel waits for nothing else.
+      raise(CeWord::kSent, 1);
+      for (uint32_t c = 0; c < k && me_ == p_.root; ++c) pushGather(c);
+    } else if (p_.reduces && p_.gathers) {
       for (uint32_t c = 0; c < k; ++c) {
         pushReduce(c);
         if (c > 0) pushGather(c - 1);
@@ -64,13 +70,15 @@ class ProgramBuilder {
     copy(false, false, c, chunk.begin, chunk.size());
     raise(CeWord::kSent, c + 1);
   }
-  // Chunk c of this rank's result (all-reduce: once reduced) or input (all-gather), into q's AG slot.
+  // Chunk c of this rank's result (all-reduce: once reduced) or input (all-gather, broadcast), into
+  // q's AG slot.
   void pushGather(uint32_t c) {
     const bool allReduce = p_.reduces;
     if (allReduce) wait(CeWord::kReduced, c + 1);
     if (c >= device::kCeDepth) wait(CeWord::kGfreed, c + 1 - device::kCeDepth);
     const algo::Range chunk = device::ceChunk(p_, me_, n_, c);
-    copy(true, allReduce, c, allReduce ? chunk.begin : chunk.begin - p_.count * static_cast<size_t>(me_), chunk.size());
+    const size_t shift = p_.coll == static_cast<int>(algo::Coll::kAllGather) ? p_.count * static_cast<size_t>(me_) : 0;
+    copy(true, allReduce, c, chunk.begin - shift, chunk.size());
     raise(CeWord::kGsent, c + 1);
   }
 

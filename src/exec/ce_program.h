@@ -40,7 +40,8 @@ uint32_t* ceWordIn(device::CeWords* words, CeWord word, int peer);
 /// The ops rank `me`'s side stream for peer `q` queues for a call of plan `plan` over `nranks`
 /// ranks: each chunk of q's part of this rank's input into q's RS slot (once q freed it), and
 /// (all-reduce: once this rank reduced it, one chunk behind) each chunk of this rank's shard into
-/// q's AG slot; last, a wait for q's word that its kernel is done.
+/// q's AG slot (broadcast: the root's whole input, the others nothing); last, a wait for q's word
+/// that its kernel is done.
 std::vector<CeOp> cePeerProgram(const device::CePlan& plan, int me, int q, int nranks);
 
 }  // namespace braid::exec

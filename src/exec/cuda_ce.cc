@@ -204,7 +204,7 @@ Status CudaEngine::launchCopyEngine(const CudaCall& call) {
   k.call.type = call.type;
   k.call.op = call.op;
   k.call.postOp = call.postOp;
-  k.plan = device::cePlan(call.coll, call.count, es, n, s.o.ceSlotBytes);
+  k.plan = device::cePlan(call.coll, call.count, es, n, s.o.ceSlotBytes, call.root);
   k.slotBytes = s.o.ceSlotBytes;
   for (int q = 0; q < n; ++q) k.regions[q] = s.ceRegions[q];
   char range[160];

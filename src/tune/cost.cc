@@ -330,8 +330,10 @@ Prediction predictCopyEngine(const Machine& m, algo::Coll coll, size_t bytes, in
   p.steps = 1;
   p.latencyUs = m.baseUs + kCeCallUs.value;
   p.bandwidthGBs = std::min(m.ceGBs, std::max(1, ctas) * kCeCtaGBs.value);
-  p.us = p.latencyUs +
-         static_cast<double>(bytes) * busiestRankFactor(coll, algo::Algo::kRing, m.nranks) / (p.bandwidthGBs * 1e3);
+  // The busiest rank's bytes: the ring's, but a broadcast's root pushes the message to every peer.
+  const double factor =
+      coll == algo::Coll::kBroadcast ? m.nranks - 1 : busiestRankFactor(coll, algo::Algo::kRing, m.nranks);
+  p.us = p.latencyUs + static_cast<double>(bytes) * factor / (p.bandwidthGBs * 1e3);
   return p;
 }
 

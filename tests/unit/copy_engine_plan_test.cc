@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device/ce_work.h"
+#include "exec/ce_program.h"
 #include "exec/cuda_engine.h"
 #include "tune_fixtures.h"
 
@@ -28,7 +29,7 @@ TEST(CopyEnginePlan, ChunksTileEveryShardOnce) {
           const CePlan p = device::cePlan(coll, count, es, n, slot);
           SCOPED_TRACE(std::string(algo::collName(coll)) + " n " + std::to_string(n) + " count " +
                        std::to_string(count) + " elem " + std::to_string(es));
-          EXPECT_EQ(p.reduces, coll != Coll::kAllGather);
+          EXPECT_EQ(p.reduces, coll == Coll::kAllReduce || coll == Coll::kReduceScatter);
           EXPECT_EQ(p.gathers, coll != Coll::kReduceScatter);
           EXPECT_EQ(p.chunkElems * es, slot);
           const size_t total = coll == Coll::kAllReduce ? count : count * n;
@@ -51,6 +52,45 @@ TEST(CopyEnginePlan, ChunksTileEveryShardOnce) {
           // No chunk more than the longest shard needs: the last one of it is not empty.
           ASSERT_GT(p.chunks, 0u);
           EXPECT_EQ((longest + p.chunkElems - 1) / p.chunkElems, p.chunks);
+        }
+      }
+    }
+  }
+}
+
+// A broadcast is one sender's all-gather half: the root's shard is the whole message, the others'
+// are empty; the root's side streams push every chunk into each peer's AG slot, the others' only
+// wait for the peer's kernel to be done.
+TEST(CopyEnginePlan, BroadcastIsTheRootsPushes) {
+  for (int n : {2, 3, 8}) {
+    for (int root : {0, n - 1}) {
+      const size_t count = 100003, slot = 64 * 1024;
+      const CePlan p = device::cePlan(Coll::kBroadcast, count, 4, n, slot, root);
+      EXPECT_FALSE(p.reduces);
+      EXPECT_TRUE(p.gathers);
+      EXPECT_EQ(p.chunks, (count * 4 + slot - 1) / slot);
+      for (int q = 0; q < n; ++q) {
+        const algo::Range shard = device::ceShard(p, q, n);
+        EXPECT_EQ(shard.size(), q == root ? count : 0u) << "rank " << q;
+        for (int peer = 0; peer < n; ++peer) {
+          if (peer == q) continue;
+          const std::vector<exec::CeOp> ops = exec::cePeerProgram(p, q, peer, n);
+          size_t copied = 0, copies = 0;
+          for (const exec::CeOp& op : ops) {
+            if (op.kind != exec::CeOp::Kind::kCopy) continue;
+            EXPECT_TRUE(op.gather);
+            EXPECT_FALSE(op.fromOutput);
+            EXPECT_EQ(op.srcElem, copied) << "the input in order";
+            copied += op.elems;
+            ++copies;
+          }
+          EXPECT_EQ(copied, q == root ? count : 0u) << "rank " << q << " to " << peer;
+          EXPECT_EQ(copies, q == root ? p.chunks : 0u);
+          ASSERT_FALSE(ops.empty());
+          EXPECT_EQ(ops.front().kind, exec::CeOp::Kind::kRaise) << "the call has begun here";
+          EXPECT_EQ(ops.front().word, exec::CeWord::kSent);
+          EXPECT_EQ(ops.back().kind, exec::CeOp::Kind::kWait);
+          EXPECT_EQ(ops.back().word, exec::CeWord::kDone);
         }
       }
     }
@@ -125,7 +165,7 @@ TEST(CopyEngineTuner, ChosenForLargeCallsOnASmallCtaBudget) {
   EXPECT_EQ(d.algo, algo::Algo::kCopyEngine) << tune::describe(d);
   EXPECT_EQ(d.channels, 4) << "the reducer keeps to the budget";
   EXPECT_NE(with.decide(Coll::kAllReduce, 8).algo, algo::Algo::kCopyEngine);
-  for (Coll c : {Coll::kBroadcast, Coll::kReduce}) EXPECT_NE(with.decide(c, big).algo, algo::Algo::kCopyEngine);
+  EXPECT_NE(with.decide(Coll::kReduce, big).algo, algo::Algo::kCopyEngine);
   // Its prediction: the copy engines' rate, or what the reducing CTAs reach, whichever is less.
   const tune::Prediction two = predict(with.machine(), Coll::kAllReduce, algo::Algo::kCopyEngine, tune::Proto::kSimple,
                                        big, 2),
@@ -141,11 +181,11 @@ TEST(CopyEngineTuner, ForcedWhereTheListsAllowIt) {
   const tune::Machine m = machineOf(fixture("h200-2gpu.xml"));
   Tuner forced = tunerFor(m);
   forced.setCopyEngine(16, true);
-  for (Coll c : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather}) {
+  for (Coll c : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast}) {
     for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{1} << 30})
       EXPECT_EQ(forced.decide(c, bytes).algo, algo::Algo::kCopyEngine) << algo::collName(c) << " " << bytes;
   }
-  EXPECT_NE(forced.decide(Coll::kBroadcast, 1 << 20).algo, algo::Algo::kCopyEngine);
+  EXPECT_NE(forced.decide(Coll::kReduce, 1 << 20).algo, algo::Algo::kCopyEngine);
   TunerConfig ring;
   ring.algorithm = "ring";
   Tuner listed = tunerFor(m, ring);

@@ -79,14 +79,13 @@ std::vector<KernelOp> kernelProgram(const CePlan& p, int me, int n) {
     own.ifLast = true;
     ops.push_back(own);
   };
-  auto gatherAll = [&](uint32_t c) {
-    peers([&](int q) {
-      ops.push_back({KernelOp::Kind::kWaitPeer, q, CeWord::kGsent, c + 1});
-      ops.push_back({KernelOp::Kind::kGather, q, CeWord::kSent, 0, c});
-      arrive(agCounter, device::ceSlotOwner(q, me, n), c, c / kCeDepth);
-      raisePeer(q, CeWord::kGfreed, c + 1);
-    });
+  auto gather = [&](int q, uint32_t c) {
+    ops.push_back({KernelOp::Kind::kWaitPeer, q, CeWord::kGsent, c + 1});
+    ops.push_back({KernelOp::Kind::kGather, q, CeWord::kSent, 0, c});
+    arrive(agCounter, device::ceSlotOwner(q, me, n), c, c / kCeDepth);
+    raisePeer(q, CeWord::kGfreed, c + 1);
   };
+  auto gatherAll = [&](uint32_t c) { peers([&](int q) { gather(q, c); }); };
   if (p.reduces && p.gathers) {
     for (uint32_t c = 0; c < p.chunks; ++c) {
       reduce(c);
@@ -95,6 +94,15 @@ std::vector<KernelOp> kernelProgram(const CePlan& p, int me, int n) {
     if (p.chunks > 0) gatherAll(p.chunks - 1);
   } else if (p.reduces) {
     for (uint32_t c = 0; c < p.chunks; ++c) reduce(c);
+  } else if (p.coll == static_cast<int>(algo::Coll::kBroadcast)) {
+    peers([&](int q) { ops.push_back({KernelOp::Kind::kWaitPeer, q, CeWord::kSent, 1}); });
+    for (uint32_t c = 0; c < p.chunks; ++c) {
+      if (me == p.root) {
+        ops.push_back({KernelOp::Kind::kCopyOwn, 0, CeWord::kSent, 0, c});
+      } else {
+        gather(p.root, c);
+      }
+    }
   } else {
     for (uint32_t c = 0; c < p.chunks; ++c) {
       ops.push_back({KernelOp::Kind::kCopyOwn, 0, CeWord::kSent, 0, c});
@@ -236,8 +244,9 @@ class Model {
     if (k.call >= calls_) return;
     const size_t count = c_.count;
     k.coll = sequence_[k.call];
-    k.plan = device::cePlan(k.coll, count, sizeof(int64_t), n_, c_.chunkElems * sizeof(int64_t));
-    const size_t total = k.coll == algo::Coll::kAllReduce ? count : count * n_;
+    k.plan = device::cePlan(k.coll, count, sizeof(int64_t), n_, c_.chunkElems * sizeof(int64_t), k.call % n_);
+    const bool whole = k.coll == algo::Coll::kAllReduce || k.coll == algo::Coll::kBroadcast;
+    const size_t total = whole ? count : count * n_;
     k.inElems = k.coll == algo::Coll::kAllGather ? count : total;
     k.outElems = k.coll == algo::Coll::kReduceScatter ? count : total;
     k.inAt = c_.inPlace && k.coll == algo::Coll::kAllGather ? count * r : 0;
@@ -274,6 +283,8 @@ class Model {
       int64_t want = 0;
       if (k.coll == algo::Coll::kAllGather) {
         want = inputValue(call, static_cast<int>(i / c_.count), i % c_.count);
+      } else if (k.coll == algo::Coll::kBroadcast) {
+        want = inputValue(call, k.plan.root, i);
       } else {
         const size_t at = k.coll == algo::Coll::kReduceScatter ? c_.count * r + i : i;
         for (int q = 0; q < n_; ++q) want += inputValue(call, q, at);
@@ -356,7 +367,7 @@ class Model {
       }
       case KernelOp::Kind::kCopyOwn: {
         const algo::Range chunk = device::ceChunk(ranks_[me].plan, me, n_, op.chunk);
-        const size_t shift = c_.count * me;
+        const size_t shift = ranks_[me].coll == algo::Coll::kAllGather ? c_.count * me : 0;
         const algo::Range mine = part(chunk.size());
         for (size_t i = mine.begin; i < mine.end; ++i) out(me, chunk.begin + i) = in(me, chunk.begin - shift + i);
         break;
@@ -388,7 +399,8 @@ class Model {
 
 std::vector<Config> configs() {
   std::vector<Config> all;
-  for (algo::Coll coll : {algo::Coll::kAllReduce, algo::Coll::kReduceScatter, algo::Coll::kAllGather}) {
+  for (algo::Coll coll :
+       {algo::Coll::kAllReduce, algo::Coll::kReduceScatter, algo::Coll::kAllGather, algo::Coll::kBroadcast}) {
     for (int n : {2, 3, 4}) {
       for (bool inPlace : {false, true}) {
         // Shards empty (all-reduce of 1 element); one chunk; a few (fewer than the slots); many (each
@@ -416,8 +428,8 @@ TEST(CopyEngineProtocol, EveryInterleavingDrawnEndsWithTheReference) {
 // the words (or the counters) must be right for the next.
 TEST(CopyEngineProtocol, MixedCollectivesBackToBack) {
   using C = algo::Coll;
-  const std::vector<C> sequence = {C::kAllReduce,     C::kAllGather, C::kReduceScatter, C::kAllReduce,
-                                   C::kReduceScatter, C::kAllGather, C::kAllGather,     C::kAllReduce};
+  const std::vector<C> sequence = {C::kAllReduce, C::kAllGather,     C::kBroadcast, C::kReduceScatter, C::kAllReduce,
+                                   C::kBroadcast, C::kReduceScatter, C::kAllGather, C::kAllGather,     C::kAllReduce};
   for (int n : {2, 3, 4}) {
     for (bool inPlace : {false, true}) {
       for (size_t count : {size_t{1}, size_t{23}, size_t{97}}) {
@@ -452,8 +464,9 @@ TEST(CopyEngineProtocol, EachWaitIsNeededByACollective) {
   };
   for (const Needed& need :
        {Needed{CeWord::kFreed, algo::Coll::kReduceScatter}, Needed{CeWord::kGfreed, algo::Coll::kAllGather},
-        Needed{CeWord::kReduced, algo::Coll::kAllReduce}, Needed{CeWord::kDone, algo::Coll::kReduceScatter},
-        Needed{CeWord::kDone, algo::Coll::kAllGather}}) {
+        Needed{CeWord::kGfreed, algo::Coll::kBroadcast}, Needed{CeWord::kReduced, algo::Coll::kAllReduce},
+        Needed{CeWord::kDone, algo::Coll::kAllReduce}, Needed{CeWord::kDone, algo::Coll::kReduceScatter},
+        Needed{CeWord::kDone, algo::Coll::kAllGather}, Needed{CeWord::kDone, algo::Coll::kBroadcast}}) {
     auto without = [&](const CePlan& p, int me, int q, int n) {
       std::vector<CeOp> ops;
       for (const CeOp& op : cePeerProgram(p, me, q, n)) {
