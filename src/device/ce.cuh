@@ -29,6 +29,13 @@ __device__ __forceinline__ CeWords* ceWords(char* region) { return reinterpret_c
 
 __device__ __forceinline__ void storeVolatile32(uint32_t* p, uint32_t v) { *static_cast<volatile uint32_t*>(p) = v; }
 
+// A raise of a word in a peer's block that its side streams wait on: a maximum, so that a peer that
+// aborted and raised its words to the top (releaseStreams, or its host) keeps them there while this
+// rank still runs (a plain store could lower one under a stream that then waits forever: the CPU
+// model in tests/unit/copy_engine_protocol_test.cc found it). Needs native peer atomics
+// (openCopyEngines checks).
+__device__ __forceinline__ void raisePeerWord(uint32_t* p, uint32_t v) { atomicMax_system(p, v); }
+
 // Spins until *p >= target (a peer's word); false on abort.
 __device__ __forceinline__ bool waitWord(const uint32_t* p, uint32_t target, const KernelArgs& a, LaneWait* wait,
                                          int peer) {
@@ -140,7 +147,7 @@ class CeReducer {
       directMove(srcs, n_, &dst, 1, mine.size(), k_.call.type, k_.call.op, k_.call.postOp ? n_ : 0, lane_);
     }
     if (lastOfRound(&words(me_)->rsCtas[c % kCeDepth], c / kCeDepth)) {
-      for (int d = 1; d < n_; ++d) storeVolatile32(&words((me_ + d) % n_)->freed[me_], c + 1);
+      for (int d = 1; d < n_; ++d) raisePeerWord(&words((me_ + d) % n_)->freed[me_], c + 1);
       storeVolatile32(&words(me_)->reduced, c + 1);
     }
   }
@@ -157,7 +164,7 @@ class CeReducer {
       directMove(&src, 1, &dst, 1, mine.size(), k_.call.type, k_.call.op, 0, lane_);
     }
     if (lastOfRound(&words(me_)->agCtas[ceSlotOwner(q, me_, n_)][c % kCeDepth], c / kCeDepth))
-      storeVolatile32(&words(q)->gfreed[me_], c + 1);
+      raisePeerWord(&words(q)->gfreed[me_], c + 1);
   }
   __device__ void gatherAll(uint32_t c) {
     for (int d = 1; d < n_ && ok(); ++d) gather((me_ + d) % n_, c);
@@ -214,7 +221,7 @@ class CeReducer {
       storeVolatile32(&w->gsent[me_], 0);
     }
     __threadfence_system();
-    for (int d = 1; d < n_; ++d) storeVolatile32(&words((me_ + d) % n_)->done[me_], 1);
+    for (int d = 1; d < n_; ++d) raisePeerWord(&words((me_ + d) % n_)->done[me_], 1);
   }
 
   const CeKernelArgs& k_;

@@ -131,6 +131,19 @@ Status CudaEngine::openCopyEngines() {
                " gives fewer (set it before the process's first CUDA call)");
     return Status::ok();
   }
+  // The kernels raise words in their peers' blocks with system-scope atomics (ce.cuh).
+  for (int q = 0; q < n; ++q) {
+    const int dev = s.identities[q].device;  // (set before this step)
+    int atomics = 1;
+    if (dev != s.o.device &&
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, s.o.device, dev) != cudaSuccess)
+      atomics = 0;
+    if (atomics == 0) {
+      BRAID_INFO(log::Subsys::kInit, "rank ", me, ": no copy-engine path: CUDA devices ", s.o.device, " and ", dev,
+                 " (rank ", q, ") have no native peer atomics");
+      return Status::ok();
+    }
+  }
   for (int q = 0; q < n; ++q) s.ceRegions[q] = s.peerBases[q] + s.layouts[q].ce;
   s.ceStreams.assign(n, nullptr);
   s.ceJoined.assign(n, nullptr);

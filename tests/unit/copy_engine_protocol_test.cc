@@ -2,14 +2,15 @@
 // side streams run the very ops cuda_ce.cc queues (cePeerProgram), its reducer kernel is a model of
 // ce.cuh's schedule on 1 or 3 CTAs (the same waits, moves and raises, in its order; each CTA moves
 // its part of a chunk and arrives at the chunk's counter, and the one that completes the counter's
-// round raises the words), and each rank's call ends with the memset of its own words once its
-// kernel and streams are done; the next call of a rank starts only then, while its peers may still
-// be in the previous one. A random scheduler (agents of random speeds) runs one step of an agent
-// that is not blocked, for many seeds: every call of every rank must end (no state where all wait,
-// no counter past its round) with the result the reference gives, for all-reduce, reduce-scatter
-// and all-gather, out of place and in place, 2 to 4 ranks, one to many chunks per slot depth (and
-// empty shards), and calls of the three collectives mixed. Programs with one kind of wait removed
-// must be caught.
+// round raises the words, those in a peer's block as a maximum), and each rank's call ends with the
+// memset of its own words once its kernel and streams are done; the next call of a rank starts only
+// then, while its peers may still be in the previous one. A random scheduler (agents of random
+// speeds) runs one step of an agent that is not blocked, for many seeds: every call of every rank
+// must end (no state where all wait, no counter past its round) with the result the reference
+// gives, for all-reduce, reduce-scatter, all-gather and broadcast, out of place and in place, 2 to
+// 4 ranks, one to many chunks per slot depth (and empty shards), and calls of the four mixed; ranks
+// that abort at random times must still end every call. Programs with one kind of wait removed, or
+// kernels that raise a peer's words by plain stores where ranks abort, must be caught.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -162,6 +163,18 @@ class Model {
   Model(const Config& c, int calls, Programs programs, uint32_t seed)
       : Model(c, std::vector<algo::Coll>(calls, c.coll), std::move(programs), seed) {}
 
+  // Each rank aborts at a random step below `before` (each at its own; one that ends first does
+  // not): its host raises its words to the top once (CudaEngine::unblockCopyEngines), and each of
+  // its CTAs, at its next step, does the same and exits (ce.cuh's releaseStreams). Results are no
+  // longer checked once a rank aborted; every call of every rank must still end. `maxRaises`: the
+  // kernels raise a peer's freed, gfreed and done words as a maximum (ce.cuh's atomicMax), which a
+  // later raise cannot lower; false: plain stores.
+  void abortEach(long before, bool maxRaises) {
+    std::uniform_int_distribution<long> at(0, before);
+    for (Rank& k : ranks_) k.abortAt = at(rng_);
+    maxRaises_ = maxRaises;
+  }
+
   // Runs to the end under `seed`'s schedule: "" or what went wrong. Each agent (a kernel or a side
   // stream, of one call) draws a speed between 1 and 2^-12 when its call starts, and the next step
   // goes to a runnable agent with odds in proportion: some agent is often far behind the others,
@@ -171,6 +184,9 @@ class Model {
     std::vector<Agent*> runnable;
     std::uniform_real_distribution<double> draw(0, 1);
     for (long steps = 0; steps < 10'000'000; ++steps) {
+      for (int r = 0; r < n_; ++r) {
+        if (ranks_[r].abortAt == steps) abort(r);
+      }
       runnable.clear();
       double total = 0;
       bool allDone = true;
@@ -184,7 +200,16 @@ class Model {
         }
       }
       if (allDone) return "";
-      if (runnable.empty()) return "no agent can move (a deadlock): " + state();
+      if (runnable.empty()) {
+        // Time passes: the next abort due comes now, or nothing will move again.
+        int next = -1;
+        for (int r = 0; r < n_; ++r) {
+          if (ranks_[r].abortAt > steps && (next < 0 || ranks_[r].abortAt < ranks_[next].abortAt)) next = r;
+        }
+        if (next < 0) return "no agent can move (a deadlock): " + state();
+        abort(next);
+        continue;
+      }
       double at = draw(rng_) * total;
       Agent* a = runnable.back();
       for (Agent* b : runnable) {
@@ -225,6 +250,8 @@ class Model {
     CePlan plan;
     size_t inElems = 0, outElems = 0, inAt = 0, outAt = 0;
     int call = 0;
+    long abortAt = -1;  // the step at which it aborts (-1: never)
+    bool aborted = false;
     std::vector<Agent> agents;
   };
 
@@ -273,13 +300,26 @@ class Model {
     }
   }
 
+  // This rank's own words raised to the top: what its host does once at an abort and each of its
+  // CTAs on its way out.
+  void release(int r) {
+    CeWords& w = ranks_[r].words;
+    for (int q = 0; q < n_; ++q) w.freed[q] = w.gfreed[q] = w.done[q] = 0x7fffffffu;
+    w.reduced = 0x7fffffffu;
+  }
+  void abort(int r) {
+    ranks_[r].aborted = anyAborted_ = true;
+    ranks_[r].abortAt = -1;
+    release(r);
+  }
+
   // The call's stream: the memset of the words its streams waited on, the result checked against
   // the reference, then the next call.
   std::string endCall(int r) {
     Rank& k = ranks_[r];
     std::memset(&k.words, 0, device::kCeClearedBytes);
     const int call = k.call;
-    for (size_t i = 0; i < k.outElems; ++i) {
+    for (size_t i = 0; i < k.outElems && !anyAborted_; ++i) {
       int64_t want = 0;
       if (k.coll == algo::Coll::kAllGather) {
         want = inputValue(call, static_cast<int>(i / c_.count), i % c_.count);
@@ -306,6 +346,7 @@ class Model {
       return op.kind == CeOp::Kind::kWait && *ceWordIn(&ranks_[a.rank].words, op.word, op.peer) < op.value;
     }
     const KernelOp& op = a.kernel[a.pc];
+    if (ranks_[a.rank].aborted) return false;  // it sees the abort flag while it waits
     // A rank's word for this rank (`me`) in peer q's block.
     return op.kind == KernelOp::Kind::kWaitPeer && *ceWordIn(&ranks_[op.peer].words, op.word, a.rank) < op.value;
   }
@@ -322,6 +363,11 @@ class Model {
       }
       return "";
     }
+    if (ranks_[me].aborted) {
+      release(me);
+      a.pc = a.kernel.size();
+      return "";
+    }
     const KernelOp& op = a.kernel[a.pc++];
     if (op.ifLast && !a.last) return "";
     // This CTA's part of a chunk of `elems` elements.
@@ -332,7 +378,9 @@ class Model {
         uint32_t* counter = op.counter(&ranks_[me].words, op.owner, op.chunk);
         const uint32_t before = (*counter)++;
         const uint32_t roundEnd = (op.round + 1) * static_cast<uint32_t>(c_.ctas);
-        if (before + 1 > roundEnd)
+        // (Once a peer aborted, its pushes no longer wait for this rank's kernel, whose CTAs may then
+        // mix rounds: garbage that this rank's own abort ends.)
+        if (before + 1 > roundEnd && !anyAborted_)
           return "rank " + std::to_string(me) + " CTA " + std::to_string(a.cta) + ": a counter past its round";
         a.last = before + 1 == roundEnd;
         break;
@@ -344,7 +392,12 @@ class Model {
         w.exited = 0;
         break;
       }
-      case KernelOp::Kind::kRaisePeer: *ceWordIn(&ranks_[op.peer].words, op.word, me) = op.value; break;
+      case KernelOp::Kind::kRaisePeer: {
+        uint32_t* word = ceWordIn(&ranks_[op.peer].words, op.word, me);
+        const bool max = maxRaises_ && op.word != CeWord::kSent && op.word != CeWord::kGsent;
+        *word = max ? std::max(*word, op.value) : op.value;
+        break;
+      }
       case KernelOp::Kind::kRaiseOwn: *ceWordIn(&ranks_[me].words, op.word, 0) = op.value; break;
       case KernelOp::Kind::kReduce: {
         const algo::Range chunk = device::ceChunk(ranks_[me].plan, me, n_, op.chunk);
@@ -394,6 +447,8 @@ class Model {
   int calls_;
   Programs programs_;
   std::mt19937 rng_;
+  bool maxRaises_ = true;
+  bool anyAborted_ = false;
   std::vector<Rank> ranks_;
 };
 
@@ -443,6 +498,33 @@ TEST(CopyEngineProtocol, MixedCollectivesBackToBack) {
       }
     }
   }
+}
+
+// Ranks that abort at different times, mid-call or between calls, still end every call: no side
+// stream is left waiting for a word. That needs the kernels' raises into a peer's words to be
+// maxima: a plain store from a peer still running could lower a word the aborted rank had raised
+// to the top, and that rank's stream would wait for it forever.
+TEST(CopyEngineProtocol, RanksAbortingAtAnyTimeEndEveryCall) {
+  using C = algo::Coll;
+  for (C coll : {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast}) {
+    for (int n : {2, 3, 4}) {
+      for (int ctas : {1, 3}) {
+        const Config c{coll, n, 97, 3, false, ctas};
+        for (uint32_t seed = 1; seed <= 20; ++seed) {
+          Model m(c, 3, cePeerProgram, seed);
+          m.abortEach(1500, true);
+          ASSERT_EQ(m.run(), "") << "aborts, " << describe(c) << ", seed " << seed;
+        }
+      }
+    }
+  }
+  int caught = 0;
+  for (uint32_t seed = 1; seed <= 200 && caught == 0; ++seed) {
+    Model m(Config{C::kAllReduce, 3, 97, 3, false, 1}, 3, cePeerProgram, seed);
+    m.abortEach(1500, false);
+    if (!m.run().empty()) ++caught;
+  }
+  EXPECT_GT(caught, 0) << "plain stores never stranded a stream";
 }
 
 TEST(CopyEngineProtocol, ThePlansUseEverySlotMoreThanOnce) {
