@@ -303,6 +303,10 @@ Status Comm::connectGpu() {
   for (int m : mapped) forced = forced && (m & 1) != 0;
   gpu_->limitCopyEngines(agreed / 2);
   plan_.tuner.setCopyEngine(agreed / 2, forced);
+  if (rank_ == 0 && agreed / 2 == 0 && param::getString(param::Id::kCe) == "1")
+    BRAID_WARN(log::Subsys::kInit,
+               "BRAID_CE=1 but this communicator has no copy-engine path (each rank's log "
+               "says why where it had none)");
   if (watch_ != nullptr) startGpuWatch();
   // Rank 0 logs the plan now that the tuner knows the one-shot's limits (not when the topology could
   // not be planned: the default ring was warned about).

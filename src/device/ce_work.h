@@ -96,7 +96,7 @@ BRAID_HOST_DEVICE inline CePlan cePlan(algo::Coll coll, size_t count, size_t ele
   p.root = root;
   p.chunkElems = slotBytes / elemSize > 0 ? slotBytes / elemSize : 1;
   p.reduces = coll == algo::Coll::kAllReduce || coll == algo::Coll::kReduceScatter;
-  p.gathers = coll != algo::Coll::kReduceScatter;
+  p.gathers = coll == algo::Coll::kAllReduce || coll == algo::Coll::kAllGather || coll == algo::Coll::kBroadcast;
   size_t most = 0;
   for (int q = 0; q < nranks; ++q) {
     const algo::Range s = ceShard(p, q, nranks);

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -131,16 +132,20 @@ Status CudaEngine::openCopyEngines() {
                " gives fewer (set it before the process's first CUDA call)");
     return Status::ok();
   }
-  // The kernels raise words in their peers' blocks with system-scope atomics (ce.cuh).
+  // The kernels raise words in their peers' blocks with system-scope atomics (ce.cuh), which need
+  // native peer atomics: without them (PCIe, mostly) an abort could leave a stream waiting forever,
+  // so no path. Each peer's GPU is found by its bus id (processes may number their GPUs apart).
   for (int q = 0; q < n; ++q) {
-    const int dev = s.identities[q].device;  // (set before this step)
-    int atomics = 1;
-    if (dev != s.o.device &&
+    const transport::PeerIdentity& id = s.identities[q];  // (set before this step)
+    if (std::strncmp(id.busId, s.identities[me].busId, sizeof(id.busId)) == 0) continue;
+    int dev = -1, atomics = 0;
+    if (cudaDeviceGetByPCIBusId(&dev, id.busId) != cudaSuccess ||
         cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, s.o.device, dev) != cudaSuccess)
       atomics = 0;
     if (atomics == 0) {
-      BRAID_INFO(log::Subsys::kInit, "rank ", me, ": no copy-engine path: CUDA devices ", s.o.device, " and ", dev,
-                 " (rank ", q, ") have no native peer atomics");
+      cudaGetLastError();
+      BRAID_WARN(log::Subsys::kInit, "rank ", me, ": no copy-engine path: the GPUs at ", s.identities[me].busId,
+                 " and ", id.busId, " (rank ", q, ") have no native peer atomics");
       return Status::ok();
     }
   }
@@ -217,12 +222,14 @@ Status CudaEngine::launchCopyEngine(const CudaCall& call) {
   k.call.type = call.type;
   k.call.op = call.op;
   k.call.postOp = call.postOp;
+  k.call.root = call.root;
   k.plan = device::cePlan(call.coll, call.count, es, n, s.o.ceSlotBytes, call.root);
   k.slotBytes = s.o.ceSlotBytes;
   for (int q = 0; q < n; ++q) k.regions[q] = s.ceRegions[q];
   char range[160];
-  std::snprintf(range, sizeof(range), "%s %s %s count %zu ch %d chunks %u", device::ceKernelName(),
-                algo::collName(call.coll), call.op == braidAvg ? "avg" : "", call.count, call.nChannels, k.plan.chunks);
+  std::snprintf(range, sizeof(range), "%s %s %s count %zu root %d ch %d chunks %u", device::ceKernelName(),
+                algo::collName(call.coll), call.op == braidAvg ? "avg" : "", call.count, call.root, call.nChannels,
+                k.plan.chunks);
   s.noteLaunch(&k.base, call.note, range);
   auto stream = static_cast<cudaStream_t>(call.stream);
   const CeLayout layout{s.ceRegions, me, n, s.o.ceSlotBytes};
