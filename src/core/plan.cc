@@ -1,5 +1,6 @@
 #include "core/plan.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -8,6 +9,7 @@
 #include "algo/tree_builder.h"
 #include "core/log.h"
 #include "core/machine.h"
+#include "exec/cuda_engine.h"
 
 namespace braid::core {
 namespace {
@@ -112,6 +114,26 @@ void logPlan(const CommPlan& plan) {
              " CTAs", m.oneShotBytes == 0 ? " (not offered)" : "");
   BRAID_INFO(log::Subsys::kTune, "decisions (algorithm/protocol channels predicted time):\n",
              plan.tuner.table(size_t{1} << 32));
+}
+
+Status copyEngineSlots(const std::string& ce, int64_t slotBytes, const std::vector<transport::PeerIdentity>& ids,
+                       bool reach, size_t* bytes, std::string* why) {
+  if (ce != "0" && ce != "1" && ce != "auto") return invalidArgument("BRAID_CE='" + ce + "': must be 0, 1 or auto");
+  *bytes = 0;
+  why->clear();
+  if (ce == "0" || !reach) return Status::ok();
+  const int n = static_cast<int>(ids.size());
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) {
+      if (ids[a].pid != ids[b].pid || ids[a].host != ids[b].host || ids[a].device != ids[b].device) continue;
+      *why = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share a process and CUDA device " +
+             std::to_string(ids[a].device) +
+             " (their streams' waits could block each other's hardware queues); run them as processes";
+      return Status::ok();
+    }
+  }
+  *bytes = exec::ceSlotLimit(n, static_cast<size_t>(std::max<int64_t>(0, slotBytes)));
+  return Status::ok();
 }
 
 }  // namespace braid::core

@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "topology/search.h"
+#include "transport/transport.h"
 #include "tune/tuner.h"
 
 namespace braid::core {
@@ -39,6 +40,16 @@ struct GpuLayoutSettings {
   int32_t fullChannels = 0;     // channels with every algorithm's FIFOs: the same
   int64_t ceSlotBytes = 0;      // BRAID_CE, BRAID_CE_SLOT_BYTES
 };
+
+/// The copy-engine path's slot bytes from BRAID_CE (`ce`: 0, 1 or auto, else an error) and
+/// BRAID_CE_SLOT_BYTES (`slotBytes`), for ranks that reach each other's GPU memory on one host
+/// (`reach`); 0 (no path) for BRAID_CE=0, without reach, or where two ranks of one process share a
+/// GPU: a side stream waiting for a word holds its hardware queue, and the driver deals a context's
+/// queues to its streams in turn, so the other rank's kernel may queue behind a wait for that very
+/// kernel, a hang (docs/gpu.md); `*why` then says which ranks. The same on every rank, from the
+/// same identities, as the arena layout requires.
+Status copyEngineSlots(const std::string& ce, int64_t slotBytes, const std::vector<transport::PeerIdentity>& ids,
+                       bool reach, size_t* bytes, std::string* why);
 
 /// Ok when every rank's settings equal rank 0's; otherwise an invalid-usage error naming the first
 /// rank and setting that differ.

@@ -50,6 +50,39 @@ TEST(Comm, GpuLayoutSettingsMustAgree) {
   EXPECT_NE(s.message().find("BRAID_GPU_LL128_BYTES = 3840"), std::string::npos) << s.message();
 }
 
+// The copy-engine path's slots (BRAID_CE): none when off, without reach, or where two ranks of one
+// process share a GPU (saying which); else BRAID_CE_SLOT_BYTES within the budget; a bad value is an
+// error naming it.
+TEST(Comm, CopyEngineSlots) {
+  using braid::core::copyEngineSlots;
+  std::vector<braid::transport::PeerIdentity> ids(3);
+  for (int r = 0; r < 3; ++r) {
+    ids[r].pid = 100 + r;
+    ids[r].host = 7;
+    ids[r].device = 0;  // one GPU, a process per rank
+  }
+  size_t bytes = 1;
+  std::string why;
+  ASSERT_TRUE(copyEngineSlots("auto", 2 << 20, ids, true, &bytes, &why).isOk());
+  EXPECT_EQ(bytes, braid::exec::ceSlotLimit(3, 2 << 20));
+  EXPECT_GT(bytes, 0u);
+  EXPECT_EQ(why, "");
+  ASSERT_TRUE(copyEngineSlots("0", 2 << 20, ids, true, &bytes, &why).isOk());
+  EXPECT_EQ(bytes, 0u);
+  ASSERT_TRUE(copyEngineSlots("1", 2 << 20, ids, false, &bytes, &why).isOk());
+  EXPECT_EQ(bytes, 0u);
+  ids[2].pid = ids[1].pid;  // ranks 1 and 2: threads of one process on one GPU
+  ASSERT_TRUE(copyEngineSlots("1", 2 << 20, ids, true, &bytes, &why).isOk());
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_NE(why.find("ranks 1 and 2"), std::string::npos) << why;
+  ids[2].device = 1;  // ... each on a GPU of its own
+  ASSERT_TRUE(copyEngineSlots("1", 2 << 20, ids, true, &bytes, &why).isOk());
+  EXPECT_GT(bytes, 0u);
+  const braid::Status bad = copyEngineSlots("yes", 2 << 20, ids, true, &bytes, &why);
+  EXPECT_FALSE(bad.isOk());
+  EXPECT_NE(bad.message().find("BRAID_CE='yes'"), std::string::npos) << bad.message();
+}
+
 // The one-shot's block: offered to 2..8 ranks, as asked, but lowered so that a rank's region
 // (4 x ranks x block) stays within 32 MiB.
 TEST(Comm, OneShotBlockLimit) {
